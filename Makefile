@@ -1,0 +1,35 @@
+# Every target works from a fresh clone: `install` builds .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install test lint demo bench horovod-env clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[local,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The Horovod tests need TF 2.13 + Horovod 0.28.1, built once into a cache outside the repo.
+horovod-env:
+	bash scripts/horovod-env.sh
+
+test: install horovod-env
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check smtrain entrypoints tests bench
+
+demo: install
+	bash scripts/demo.sh
+
+bench: install
+	$(BIN)/python bench/run.py --out bench/results.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

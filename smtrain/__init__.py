@@ -1,0 +1,1 @@
+"""smtrain: TensorFlow training jobs on Amazon SageMaker GPUs from a YAML spec."""

@@ -1,0 +1,3 @@
+from smtrain.cli import main
+
+main(prog_name="smtrain")

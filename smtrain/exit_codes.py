@@ -1,0 +1,10 @@
+"""Process exit codes, the contract CI pipelines rely on (README.md lists them)."""
+
+OK = 0  # success; for job commands: the job Completed
+FAILED = 1  # the job Failed
+USAGE = 2  # invalid spec, bad arguments
+STOPPED = 3  # the job was Stopped
+API = 4  # AWS API, credential, network or upload error: nothing was half-made
+INTERNAL = 70  # a bug in smtrain (EX_SOFTWARE); --debug shows the traceback
+TIMEOUT = 124  # `wait --timeout` ran out (as timeout(1) does)
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
