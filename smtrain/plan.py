@@ -117,7 +117,7 @@ def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None
     if tf.version not in table:
         near = sorted(table, key=lambda v: distribution.version_tuple(v))
         newer = [v for v in near if distribution.version_tuple(v) > distribution.version_tuple(tf.version or "0")]
-        hint = ", ".join((newer[:2] or near[-2:]))
+        hint = ", ".join(newer[:2] or near[-2:])
         problems.append(loaded.problem(("tensorflow", "version"),
                                        f"the SageMaker SDK has no TensorFlow training image {tf.version} "
                                        f"(nearest: {hint}; newest: {near[-1]}); give tensorflow.image_uri "
