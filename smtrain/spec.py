@@ -442,5 +442,8 @@ def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the job spec, from the same models that validate it."""
     schema = Spec.model_json_schema()
+    # A channel may be written as its URI alone; the loader expands it before validation.
+    channel = schema["properties"]["inputs"]["additionalProperties"]
+    schema["properties"]["inputs"]["additionalProperties"] = {"anyOf": [{"type": "string"}, channel]}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
