@@ -1,0 +1,74 @@
+"""What every backend reports about a job, with stable keys for `--output json`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from smtrain import exit_codes
+
+TERMINAL = ("Completed", "Failed", "Stopped")
+EXIT_FOR_STATUS = {"Completed": exit_codes.OK, "Failed": exit_codes.FAILED, "Stopped": exit_codes.STOPPED}
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z") if value else None
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    name: str
+    backend: str  # "sagemaker" | "local"
+    status: str  # InProgress | Completed | Failed | Stopping | Stopped
+    secondary_status: str | None = None
+    created: dt.datetime | None = None
+    started: dt.datetime | None = None
+    ended: dt.datetime | None = None
+    instance_type: str | None = None
+    instance_count: int | None = None
+    failure_reason: str | None = None
+    model_artifacts: str | None = None
+    console_url: str | None = None
+    logs_url: str | None = None
+    region: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """The documented JSON shape of a job (README: "Job JSON")."""
+        return {
+            "name": self.name, "backend": self.backend, "status": self.status,
+            "secondary_status": self.secondary_status, "created": _iso(self.created),
+            "started": _iso(self.started), "ended": _iso(self.ended), "instance_type": self.instance_type,
+            "instance_count": self.instance_count, "failure_reason": self.failure_reason,
+            "model_artifacts": self.model_artifacts, "console_url": self.console_url,
+            "logs_url": self.logs_url, "region": self.region,
+        }
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    host: str  # "algo-1"
+    timestamp: dt.datetime
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "timestamp": _iso(self.timestamp), "message": self.message}
+
+
+class Backend(Protocol):
+    """The small interface every backend offers (after TorchX's scheduler: dry run, then schedule)."""
+
+    def describe(self, name: str) -> JobInfo: ...
+
+    def list(self, *, status: str | None, name_contains: str | None, since: dt.datetime | None,
+             limit: int) -> list[JobInfo]: ...
+
+    def logs(self, name: str, *, follow: bool) -> Iterator[LogEvent]: ...
+
+    def stop(self, name: str) -> JobInfo: ...
