@@ -11,7 +11,7 @@ from smtrain import distribution, launch
 from smtrain.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
 from smtrain.problems import Problem, SpecError
 from smtrain.spec import LoadedSpec, Spec
-from smtrain.tf_versions import python_versions
+from smtrain.tf_versions import default_py_version, tf_py_versions
 
 BUNDLED_ENTRY_POINT = "smtrain_entry.py"
 
@@ -113,7 +113,7 @@ def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None
     tf = loaded.spec.tensorflow
     if tf.image_uri:
         return tf.version, tf.python
-    table = python_versions()
+    table = tf_py_versions()
     if tf.version not in table:
         near = sorted(table, key=lambda v: distribution.version_tuple(v))
         newer = [v for v in near if distribution.version_tuple(v) > distribution.version_tuple(tf.version or "0")]
@@ -127,7 +127,7 @@ def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None
     if tf.python and tf.python not in known:
         problems.append(loaded.problem(("tensorflow", "python"), f"TensorFlow {tf.version} images exist for "
                                        f"{', '.join(known)}, not {tf.python}"))
-    return tf.version, tf.python or known[-1]
+    return tf.version, tf.python or default_py_version(tf.version)
 
 
 def hyperparameters(spec: Spec) -> dict[str, Any]:
