@@ -195,7 +195,7 @@ def test_guards_do_refuse(tmp_path: Path) -> None:
             client.get_caller_identity()
     layers = [layer for layer, _ in attempts]
     assert layers.count("socket") == 3
-    assert any(layer == "botocore" and "sts.us-east-1.amazonaws.com" in d for layer, d in attempts)
+    assert any(layer == "botocore" and "sts." in d for layer, d in attempts)
     # Restored afterwards.
     assert socket.create_connection.__module__ == "socket"
 
@@ -247,7 +247,7 @@ SPECS = {
         },
     ),
     "image_override": make_spec(
-        framework_version="2.21", py_version="py312", image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/tf:2.21-gpu"
+        framework_version="2.21", py_version="py312", image_uri="registry.example.invalid/tf:2.21-gpu"
     ),
 }
 
@@ -279,8 +279,9 @@ def test_core_fields() -> None:
     assert r["TrainingJobName"] == JOB
     assert r["RoleArn"] == ROLE
     algo = r["AlgorithmSpecification"]
-    # The SDK's GPU image for the version, region and instance.
-    assert algo["TrainingImage"] == ("763104351884.dkr.ecr.us-west-2.amazonaws.com/tensorflow-training:2.19-gpu-py312")
+    # The SDK's GPU image for the version, region and instance (the registry itself is the SDK's business).
+    assert algo["TrainingImage"].endswith("/tensorflow-training:2.19-gpu-py312")
+    assert ".us-west-2." in algo["TrainingImage"]
     assert algo["TrainingInputMode"] == "File"
     assert algo["MetricDefinitions"] == [
         {"Name": "train:loss", "Regex": r"loss: ([0-9.]+)"},
