@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from smtrain import exit_codes
+from smtrain.errors import UserError
 
+POLL_ENV = "SMTRAIN_POLL_SECONDS"  # how often job commands poll, for every backend
+JOB_STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 TERMINAL = ("Completed", "Failed", "Stopped")
 EXIT_FOR_STATUS = {"Completed": exit_codes.OK, "Failed": exit_codes.FAILED, "Stopped": exit_codes.STOPPED}
+
+
+def poll_interval(default: float) -> float:
+    """Seconds between polls: SMTRAIN_POLL_SECONDS if set, else `default`."""
+    value = os.environ.get(POLL_ENV)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if seconds <= 0:
+        raise UserError(f"{POLL_ENV}={value!r} is not a positive number of seconds", exit_codes.USAGE)
+    return seconds
+
+
+def exit_code_for(job: JobInfo) -> int:
+    """The process exit code that reports `job`'s state (0 while it runs)."""
+    return EXIT_FOR_STATUS.get(job.status, exit_codes.OK)
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -40,7 +63,7 @@ class JobInfo:
         return self.status in TERMINAL
 
     def to_dict(self) -> dict[str, Any]:
-        """The documented JSON shape of a job (README: "Job JSON")."""
+        """The documented JSON shape of a job (README: "JSON output")."""
         return {
             "name": self.name, "backend": self.backend, "status": self.status,
             "secondary_status": self.secondary_status, "created": _iso(self.created),

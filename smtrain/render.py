@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import click
 
 from smtrain.catalog import InstanceType
+from smtrain.jobs import JobInfo, LogEvent
 from smtrain.plan import Plan
 from smtrain.problems import Problem
+from smtrain.redact import redact
 from smtrain.units import format_duration
-
-_SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|PASS$|PWD|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|"
-                          r"AUTH|SESSION|_KEY$|^KEY$)", re.IGNORECASE)
-MASK = "****"
-
-
-def looks_secret(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
-
-
-def mask_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """Environment values whose names look secret, hidden for printing."""
-    return {k: (MASK if looks_secret(k) else v) for k, v in env.items()}
 
 
 def problem_dict(p: Problem) -> dict[str, Any]:
@@ -41,13 +30,18 @@ def echo_problems(problems: Iterable[Problem], *, label: str = "error") -> None:
 
 
 def dump(data: Any, fmt: str) -> None:
-    """JSON or YAML on stdout."""
+    """JSON or YAML on stdout (known secret values masked)."""
     if fmt == "yaml":
         import yaml  # already loaded by the spec reader; local to keep this module's surface small
 
-        click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120), nl=False)
+        click.echo(redact(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)), nl=False)
     else:
-        click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+        click.echo(redact(json.dumps(data, indent=2, sort_keys=False, default=str)))
+
+
+def dump_line(data: Any) -> None:
+    """One compact JSON document on one line (JSON Lines), for streams such as logs."""
+    click.echo(redact(json.dumps(data, separators=(",", ":"), default=str)))
 
 
 def _usd(value: float | None) -> str:
@@ -115,3 +109,61 @@ def instances_table(instances: list[InstanceType], title: str) -> None:
         table.add_row(i.name, i.gpu, str(i.gpus), f"{i.gpu_memory / 10**9:g}", str(i.vcpus),
                       f"{i.memory / 2**30:g}", "yes" if i.efa else "", f"{i.price_per_hour:,.3f}")
     Console(file=sys.stdout, width=120 if not sys.stdout.isatty() else None).print(table)
+
+
+def _status(job: JobInfo) -> str:
+    second = job.secondary_status
+    return job.status + (f" ({second})" if second and second != job.status else "")
+
+
+def _when(value: Any) -> str:
+    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
+
+
+def job_text(job: JobInfo) -> str:
+    """`smtrain status` for people: one field a line."""
+    rows = [("job", job.name), ("status", _status(job)), ("created", _when(job.created)),
+            ("started", _when(job.started)), ("ended", _when(job.ended))]
+    if job.instance_type:
+        rows.append(("instances", f"{job.instance_count or 1} x {job.instance_type}"))
+    if job.failure_reason:
+        rows.append(("failure", job.failure_reason))
+    if job.model_artifacts and job.status == "Completed":
+        rows.append(("model", job.model_artifacts))
+    rows += [(label, value) for label, value in (("console", job.console_url), ("logs", job.logs_url)) if value]
+    return "\n".join(f"{label:<10} {value}" for label, value in rows)
+
+
+def job_change_line(job: JobInfo) -> str:
+    """One line per status change while waiting."""
+    now = dt.datetime.now(dt.timezone.utc).strftime("%H:%M:%SZ")
+    return f"{now} {job.name}: {_status(job)}"
+
+
+def jobs_table(jobs: list[JobInfo]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title_justify="left", box=None)
+    for col in ("name", "status", "created", "ended", "backend"):
+        table.add_column(col)
+    for j in jobs:
+        table.add_row(j.name, _status(j), _when(j.created), _when(j.ended), j.backend)
+    Console(file=sys.stdout, width=160 if not sys.stdout.isatty() else None).print(table)
+
+
+def submitted_text(data: dict[str, Any], confirmed_by_describe: bool) -> str:
+    """What `smtrain submit` tells a person: where the code went, the job, how to follow it."""
+    up = data["upload"]
+    lines = [(f"uploaded {up['uri']} ({up['bytes']:,} bytes)" if up["uploaded"]
+              else f"source bundle already in S3, not uploaded again: {up['uri']}")]
+    lines.append(f"created training job {data['job_name']} in {data['region']}"
+                 + (" (the create call's answer was lost; SageMaker confirms the job exists)"
+                    if confirmed_by_describe else ""))
+    lines += [f"  {verb:<8}{command}" for verb, command in data["commands"].items()]
+    lines.append(f"  {'console':<8}{data['console_url']}")
+    return redact("\n".join(lines))
+
+
+def log_line(event: LogEvent) -> str:
+    return redact(f"[{event.host}] {event.message}")

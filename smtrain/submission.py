@@ -1,16 +1,21 @@
-"""Plan -> Request: the bundle, the job name and the estimator arguments every backend starts from."""
+"""Plan -> Request (the bundle, the job name, the estimator arguments), then a dry run or a real submit."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from smtrain import exit_codes
 from smtrain.bundle import Bundle, build_bundle, s3_key_for
 from smtrain.entrypoint import entrypoint_dir, metric_definitions
+from smtrain.errors import UserError
 from smtrain.plan import BUNDLED_ENTRY_POINT, Plan
-from smtrain.render import mask_environment
+from smtrain.redact import mask_environment, remember
+from smtrain.upload import UploadResult, upload_bundle
 
 # SageMaker's limit on TrainingJobName.
 JOB_NAME_MAX = 63
@@ -95,12 +100,95 @@ def estimator_spec(request: Request) -> Any:
     )
 
 
+@contextlib.contextmanager
+def _sdk_refusals() -> Iterator[None]:
+    """The SDK's ValueErrors (settings it refuses) are the user's to fix: exit 2, one line."""
+    try:
+        yield
+    except ValueError as exc:
+        raise UserError(str(exc), exit_codes.USAGE) from exc
+
+
 def dry_run(plan: Plan, job_name: str | None = None) -> dict[str, Any]:
     """The exact CreateTrainingJob request, and what would be uploaded; offline, no credentials."""
     from smtrain.backends.sagemaker import render_request
 
     request = make_request(plan, job_name)
-    body = render_request(estimator_spec(request), request.job_name)
+    remember(plan.spec.environment)
+    with _sdk_refusals():
+        body = render_request(estimator_spec(request), request.job_name)
     if "Environment" in body:
         body["Environment"] = mask_environment(body["Environment"])
     return {"job_name": request.job_name, "request": body, "upload": request.upload_summary()}
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A job SageMaker accepted, and how its code got there."""
+
+    request: Request
+    upload: UploadResult
+    arn: str | None
+    confirmed_by_describe: bool  # the create's answer was lost; DescribeTrainingJob showed the job
+
+    @property
+    def job_name(self) -> str:
+        return self.request.job_name
+
+    @property
+    def region(self) -> str:
+        return self.request.plan.region
+
+    @property
+    def region_flag(self) -> str | None:
+        """The region follow-up commands must name: None when it is the default one anyway."""
+        from smtrain.aws_config import default_region
+
+        return None if self.region == default_region() else self.region
+
+    def to_dict(self) -> dict[str, Any]:
+        """The documented JSON of `smtrain submit` (README: "JSON output")."""
+        from smtrain.backends.sagemaker_jobs import console_url, logs_url
+        from smtrain.follow import reattach_command
+
+        name, flag = self.job_name, self.region_flag
+        return {
+            "job_name": name, "arn": self.arn, "region": self.region, "status": "InProgress",
+            "upload": self.upload.to_dict(),
+            "console_url": console_url(self.region, name), "logs_url": logs_url(self.region, name),
+            "commands": {verb: reattach_command(*words, region=flag) for verb, words in (
+                ("status", ("status", name)), ("logs", ("logs", name, "--follow")), ("wait", ("wait", name)),
+                ("stop", ("stop", name)))},
+        }
+
+
+def submit(plan: Plan, job_name: str | None = None, *, progress: bool = False) -> Submitted:
+    """Upload the bundle (unless S3 has it) and create the training job, through the dry run's code.
+
+    Nothing is uploaded unless the region, the credentials and the job name check out, and no job
+    is created unless the upload succeeded. Errors are UserErrors: one line, exit code 4.
+    """
+    from smtrain.backends import sagemaker as sm
+    from smtrain.backends.aws import api_errors, boto_session
+    from smtrain.backends.sagemaker_create import job_arn
+
+    request = make_request(plan, job_name)
+    remember(plan.spec.environment)
+    spec, name = estimator_spec(request), request.job_name
+    with _sdk_refusals():
+        sm.validate_job_name(name)
+    boto = boto_session(plan.region)
+    # Credentials, permissions and the name first: they fail in a second, before the SDK loads.
+    with api_errors(f"check that the job name {name} is free"):
+        if job_arn(boto.client("sagemaker"), name) is not None:
+            raise UserError(f"a training job named {name} already exists in {plan.region}: "
+                            "pick another --job-name", exit_codes.API)
+    with _sdk_refusals():
+        session = sm.make_session(plan.region, dry_run=False, boto_session=boto)
+        estimator = sm.build_estimator(spec, session)
+    with api_errors(f"upload the source bundle to {request.source_uri}"):
+        uploaded = upload_bundle(session.s3_client, request.bundle, request.source_uri, progress=progress)
+    with api_errors(f"create training job {name}"), _sdk_refusals():
+        sm.start_training(estimator, spec, name)
+    outcome = session.created
+    return Submitted(request, uploaded, outcome.arn, outcome.confirmed_by_describe)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -73,3 +74,17 @@ def format_gb(num_bytes: int) -> str:
     """Bytes as decimal gigabytes, the unit instance specs and volumes use."""
     gb = num_bytes / 10**9
     return f"{gb:g}GB"
+
+
+def parse_since(value: str, now: dt.datetime | None = None) -> dt.datetime:
+    """A point in time: a duration ago ("2h", "7d", "90m") or an ISO date/time (UTC unless it says)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    try:
+        return now - dt.timedelta(seconds=parse_duration(value))
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{value!r} is neither a duration (2h, 7d) nor an ISO date/time (2025-01-31T12:00)") from None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)

@@ -1,10 +1,12 @@
-"""The SageMaker backend: build the SDK's TensorFlow estimator and render its request offline.
+"""The SageMaker backend: build the SDK's TensorFlow estimator; render its request or send it.
 
 One function, :func:`build_estimator`, configures the SageMaker Python SDK (v2) estimator for both
-a dry run and a real submission; only the :class:`sagemaker.Session` differs. For a dry run the
-session captures the finished CreateTrainingJob request at the SDK's own
-``Session._intercept_create_request`` seam (the one ``PipelineSession`` uses) instead of sending
-it, so the dry run goes through exactly the code a real submit runs.
+a dry run and a real submission, and one, :func:`start_training`, calls its ``fit()``; only the
+:class:`sagemaker.Session` differs. Both sessions take the finished CreateTrainingJob request at
+the SDK's own ``Session._intercept_create_request`` seam (the one ``PipelineSession`` uses): the
+dry-run session keeps it, the real one sends it so that it never makes two jobs
+(``sagemaker_create``). So the dry run goes through exactly the code a real submit runs.
+Following jobs (describe, list, logs, stop) is in ``sagemaker_jobs``.
 
 Importing this module is cheap: ``sagemaker``, ``boto3`` and ``botocore`` are imported inside
 functions only, because ``smtrain validate``/``plan`` must not pay the SDK's ~2.5 s import. The
@@ -38,6 +40,7 @@ __all__ = [
     "build_estimator",
     "make_session",
     "render_request",
+    "start_training",
     "training_inputs",
     "validate_job_name",
 ]
@@ -184,7 +187,12 @@ def _session_classes() -> tuple[type, type]:
         an empty config, so the loader is swapped out for the duration of the call.
         """
 
+        # Set by make_session for real submits: a SageMaker client with botocore's retries off.
+        create_client: Any = None
+
         def _initialize(self, *args: Any, **kwargs: Any) -> None:
+            self.sent: list[dict] = []
+            self.created: Any = None  # sagemaker_create.CreateOutcome once sent
             with _initialize_lock:
                 original = sm_session.load_sagemaker_config
                 sm_session.load_sagemaker_config = _no_sdk_defaults
@@ -192,6 +200,17 @@ def _session_classes() -> tuple[type, type]:
                     super()._initialize(*args, **kwargs)
                 finally:
                     sm_session.load_sagemaker_config = original
+
+        def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> Any:
+            # The SDK's own `create` would send CreateTrainingJob through a client that retries
+            # blindly (and log an error line of its own on failure): send it the safe way instead.
+            if func_name != "train" or self.create_client is None:
+                return create(request)
+            from smtrain.backends.sagemaker_create import create_training_job
+
+            self.sent.append(copy.deepcopy(request))
+            self.created = create_training_job(self.create_client, self.sagemaker_client, request)
+            return None
 
     class DryRunSession(SmtrainSession):
         """Captures CreateTrainingJob instead of sending it.
@@ -251,7 +270,9 @@ def make_session(region: str, *, dry_run: bool, boto_session: boto3.Session | No
 
     dry_run=True: the session records CreateTrainingJob in ``session.captured`` and sends nothing;
     without `boto_session` it also has no credentials and refuses any AWS request.
-    dry_run=False: an ordinary session (the default AWS credential chain unless `boto_session`).
+    dry_run=False: an ordinary session (the default AWS credential chain unless `boto_session`),
+    whose clients retry throttling (botocore standard mode) and time out (see backends.aws);
+    CreateTrainingJob goes out through ``sagemaker_create``, which never makes two jobs.
     Both ignore the SDK's "defaults" config files (see SmtrainSession).
     """
     real_cls, dry_cls = _session_classes()
@@ -259,13 +280,18 @@ def make_session(region: str, *, dry_run: bool, boto_session: boto3.Session | No
         if dry_run:
             boto_session = _offline_boto_session(region)
         else:
-            import boto3
+            from smtrain.backends.aws import boto_session as configured_session
 
-            boto_session = boto3.Session(region_name=region)
+            boto_session = configured_session(region)
     elif boto_session.region_name != region:
         raise ValueError(f"boto session is for region {boto_session.region_name!r}, the job is for {region!r}")
-    cls = dry_cls if dry_run else real_cls
-    return cls(boto_session=boto_session)
+    if dry_run:
+        return dry_cls(boto_session=boto_session)
+    from smtrain.backends.aws import client_config
+
+    session = real_cls(boto_session=boto_session)
+    session.create_client = boto_session.client("sagemaker", config=client_config(max_attempts=1))
+    return session
 
 
 # --------------------------------------------------------------------------------------------
@@ -480,15 +506,24 @@ def render_request(spec: EstimatorSpec, job_name: str) -> dict:
     """
     validate_job_name(job_name)
     session = make_session(spec.region, dry_run=True)
-    estimator = build_estimator(spec, session)
+    start_training(build_estimator(spec, session), spec, job_name)
+    requests = [req for name, req in session.captured if name == "train"]
+    if len(requests) != 1:
+        raise RuntimeError(f"expected one CreateTrainingJob request, captured {len(requests)}")
+    return requests[0]
+
+
+def start_training(estimator: TensorFlow, spec: EstimatorSpec, job_name: str) -> None:
+    """``estimator.fit()`` without waiting: the one call a dry run and a real submit share.
+
+    With a real session this sends CreateTrainingJob (see SmtrainSession); the request sent is in
+    ``session.sent`` and the outcome in ``session.created``.
+    """
+    validate_job_name(job_name)
     # With MLFLOW_TRACKING_URI set and network isolation on, fit() forces wait=True and then
-    # contacts MLflow: neither exists in a dry run.
+    # contacts MLflow; smtrain follows jobs itself.
     with _env_var_hidden("MLFLOW_TRACKING_URI"):
         try:
             estimator.fit(training_inputs(spec), wait=False, logs=False, job_name=job_name)
         except ValueError as exc:
             raise ValueError(f"SageMaker SDK rejected the job: {exc}") from exc
-    requests = [req for name, req in session.captured if name == "train"]
-    if len(requests) != 1:
-        raise RuntimeError(f"expected one CreateTrainingJob request, captured {len(requests)}")
-    return requests[0]
