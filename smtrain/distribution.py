@@ -51,11 +51,11 @@ def replicas(strategy: str, nodes: int, gpus: int, processes: int) -> int:
     """Replicas that step in sync, as the entrypoint counts them (num_replicas_in_sync or hvd.size())."""
     if strategy == "multi_worker_mirrored":
         return nodes * gpus
-    if strategy == "mirrored":
+    if strategy in ("mirrored", "parameter_server"):
+        # parameter_server: each worker mirrors a step over its own GPUs; workers step asynchronously.
         return gpus
     if strategy in MPI_STRATEGIES:
         return nodes * processes
-    # none: one device; parameter_server: each worker steps on its own (asynchronously).
     return 1
 
 
@@ -113,9 +113,9 @@ def check(strategy: str, tf_version: str | None, instance: InstanceType, nodes: 
         found.warnings.append((("distribution", "processes_per_host"),
                                f"processes_per_host applies to horovod and smddp only; {strategy} ignores it"))
     if strategy == "parameter_server" and instance.gpus > 1:
-        found.warnings.append((where, f"parameter_server trains on one GPU per worker: {instance.gpus - 1} of "
-                                      f"the {instance.gpus} GPUs of {instance.name} would sit idle; consider "
-                                      "multi_worker_mirrored"))
+        found.warnings.append((where, f"parameter_server on {instance.name} ({instance.gpus} GPUs): every GPU "
+                                      "reads and updates the variables on the parameter servers over the "
+                                      "network each step; multi_worker_mirrored usually scales better"))
     if strategy == "none" and nodes > 1:
         found.warnings.append((where, f"strategy none: each of the {nodes} nodes trains on its own"))
     if nodes > 1 and not instance.efa:

@@ -58,7 +58,7 @@ def plan_text(plan: Plan) -> str:
         f"                {plan.instance_reason}",
         f"  strategy      {plan.strategy} ({plan.strategy_reason})"
         + (f", {plan.processes_per_host} processes per host" if plan.strategy in ("horovod", "smddp") else ""),
-        f"  replicas      {plan.replicas}" + ("  (each worker steps asynchronously)"
+        f"  replicas      {plan.replicas}" + ("  per worker (workers step asynchronously)"
                                              if plan.strategy == "parameter_server" else ""),
         f"  batch         {plan.batch_per_replica} per replica -> {plan.global_batch} global",
         f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} "

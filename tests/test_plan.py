@@ -142,7 +142,8 @@ def test_no_instance_matches(tmp_path):
 def test_warns_parameter_server_on_multi_gpu(tmp_path):
     plan = plan_for(tmp_path, {"compute": {"instance_type": "ml.g5.12xlarge", "nodes": 2},
                                "distribution": {"strategy": "parameter_server"}})
-    assert any("sit idle" in w.render() for w in plan.warnings)
+    assert any("parameter servers over the network" in w.render() for w in plan.warnings)
+    assert plan.replicas == 4  # mirrored over the 4 GPUs of each worker, as the entrypoint does
 
 
 def test_warns_multi_node_without_efa(tmp_path):

@@ -1,0 +1,103 @@
+"""The epoch loop: chunks of steps, checkpoints on their cadence, evaluation and one metric line per epoch."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from . import metrics
+from .checkpoints import Checkpointer, Progress
+from .errors import NonFiniteLoss
+from .optimization import current_learning_rate
+from .runners import evaluate
+from .steps import StepFunctions
+from .strategies import Distribution
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    epochs: int
+    steps_per_epoch: int
+    steps_per_execution: int
+    checkpoint_every_steps: int
+    log_every_steps: int
+    global_batch: int
+    fail_on_nan: bool
+
+
+def _next_chunk(cfg: LoopConfig, progress: Progress) -> int:
+    """Steps to run next: up to steps_per_execution, stopping at epoch ends, checkpoints and log lines."""
+    n = min(cfg.steps_per_execution, cfg.steps_per_epoch - progress.epoch_step)
+    for every in (cfg.checkpoint_every_steps, cfg.log_every_steps):
+        if every > 0:
+            n = min(n, every - progress.global_step % every)
+    return max(n, 1)
+
+
+def _check_finite(cfg: LoopConfig, totals: np.ndarray, progress: Progress) -> None:
+    if cfg.fail_on_nan and not math.isfinite(float(totals[0])):
+        raise NonFiniteLoss(f"training stopped: the loss became {'NaN' if math.isnan(totals[0]) else 'infinite'} "
+                            f"at epoch {progress.epoch + 1} step {progress.global_step} (try a lower learning_rate, "
+                            "warmup_epochs, or check the data for bad values)")
+
+
+@dataclass
+class LoopResult:
+    progress: Progress
+    last_metrics: Dict[str, str] = field(default_factory=dict)
+
+
+def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFunctions, checkpointer: Checkpointer,
+          validation: Optional[tf.data.Dataset], start: Progress, started_at: float,
+          heartbeat: Callable[[], None], emit: Callable[[str], None]) -> LoopResult:
+    """Train from `start` to the end of the last epoch; return where it ended and its last metrics."""
+    progress = start
+    last: Dict[str, str] = {}
+    while progress.epoch < cfg.epochs:
+        epoch_totals = np.zeros(3)
+        train_seconds = 0.0
+        steps_this_epoch = 0
+        while progress.epoch_step < cfg.steps_per_epoch:
+            n = _next_chunk(cfg, progress)
+            began = time.perf_counter()
+            epoch_totals += runner.run(n)
+            train_seconds += time.perf_counter() - began
+            steps_this_epoch += n
+            progress = Progress(progress.epoch, progress.epoch_step + n, progress.global_step + n)
+            _check_finite(cfg, epoch_totals, progress)
+            heartbeat()
+            at_epoch_end = progress.epoch_step >= cfg.steps_per_epoch
+            if cfg.checkpoint_every_steps and progress.global_step % cfg.checkpoint_every_steps == 0 \
+                    and not at_epoch_end:
+                epoch_totals += runner.drain()
+                _check_finite(cfg, epoch_totals, progress)
+                path = checkpointer.save(progress)
+                if path:
+                    emit(f"checkpoint saved {path} epoch={progress.epoch} step={progress.global_step}")
+                heartbeat()
+            if cfg.log_every_steps and progress.global_step % cfg.log_every_steps == 0 and not at_epoch_end:
+                rate = steps_this_epoch * cfg.global_batch / max(train_seconds, 1e-9)
+                emit(metrics.progress_line(progress.epoch + 1, progress.global_step, epoch_totals, rate,
+                                           time.time() - started_at))
+        began = time.perf_counter()
+        epoch_totals += runner.drain()
+        train_seconds += time.perf_counter() - began
+        _check_finite(cfg, epoch_totals, progress)
+        progress = Progress(progress.epoch + 1, 0, progress.global_step)
+        val_totals = evaluate(dist, steps, validation) if validation is not None else None
+        heartbeat()
+        rate = steps_this_epoch * cfg.global_batch / max(train_seconds, 1e-9)
+        line = metrics.epoch_line(progress.epoch, progress.global_step, epoch_totals, val_totals,
+                                  current_learning_rate(steps.optimizer), rate, time.time() - started_at)
+        last = metrics.fields(line)
+        emit(line)
+        path = checkpointer.save(progress)
+        if path:
+            emit(f"checkpoint saved {path} epoch={progress.epoch} step={progress.global_step}")
+        heartbeat()
+    return LoopResult(progress, last)

@@ -1,0 +1,199 @@
+"""One training run put together: strategy, data, model, optimizer, checkpoints, loop and artifacts."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Optional, Tuple
+
+import tensorflow as tf
+
+from . import export, input_pipeline, metrics, models, optimization, strategies
+from .checkpoints import Checkpointer, Progress
+from .collective_libs import CollectiveLibrary
+from .contract import TRAIN_CHANNEL, VALIDATION_CHANNEL, Contract
+from .data_formats import ChannelData, load_channel, synthetic
+from .errors import ConfigurationError, DataError
+from .keras_compat import build_optimizer, keras, keras_version, optimizer_variables
+from .loop import LoopConfig, train
+from .runners import CoordinatorRunner, InProcessRunner
+from .steps import StepFunctions
+from .strategy_choice import PS, Choice
+
+
+def _parse_shape(text: str) -> Tuple[int, ...]:
+    try:
+        shape = tuple(int(d) for d in text.replace("x", ",").split(",") if d.strip())
+    except ValueError:
+        raise ConfigurationError(f"synthetic_shape={text!r}: expected sizes such as 28,28,1") from None
+    if not shape or min(shape) < 1:
+        raise ConfigurationError(f"synthetic_shape={text!r}: expected positive sizes such as 28,28,1")
+    return shape
+
+
+class TrainingSession:
+    def __init__(self, contract: Contract, choice: Choice, library: Optional[CollectiveLibrary], *,
+                 started_at: float, say: Callable[[str], None]) -> None:
+        self.contract = contract
+        self.started_at = started_at
+        self.say = say
+        hp = contract.hp
+        self.mixed = optimization.mixed_precision_wanted(hp("mixed_precision"))
+        optimization.set_policy(self.mixed)
+        keras.utils.set_random_seed(hp("seed"))
+        self.dist = strategies.build(choice, hp("collective_timeout"), library)
+        self.train_data, self.validation_data = self._load_data()
+        self.num_classes = self._num_classes()
+        self.per_replica_batch = hp("batch_size_per_replica")
+        self.global_batch = self.per_replica_batch * self.dist.num_replicas
+        self.steps_per_epoch = input_pipeline.steps_per_epoch(self.train_data.num_examples, self.global_batch,
+                                                              hp("max_steps_per_epoch"))
+        self.learning_rate = optimization.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
+                                                               self.dist.num_replicas)
+
+    # --- data ----------------------------------------------------------------------------------
+
+    def _load_data(self) -> Tuple[ChannelData, Optional[ChannelData]]:
+        hp = self.contract.hp
+        channels = self.contract.channels
+        if hp("data") == "synthetic":
+            default = models.SYNTHETIC_SHAPES.get(hp("model"), (28, 28, 1))
+            shape = _parse_shape(hp("synthetic_shape")) if hp("synthetic_shape") else default
+            data = synthetic(shape, hp("synthetic_examples"), hp("num_classes") or 10, hp("seed"))
+            return data, None
+        train = load_channel(TRAIN_CHANNEL, channels[TRAIN_CHANNEL], hp("data_format"))
+        validation = None
+        if VALIDATION_CHANNEL in channels:
+            validation = load_channel(VALIDATION_CHANNEL, channels[VALIDATION_CHANNEL], hp("data_format"))
+            if validation.element_shape != train.element_shape:
+                raise DataError(f"validation examples have shape {list(validation.element_shape)} but training "
+                                f"examples {list(train.element_shape)} ({validation.files[0] if validation.files else ''})")
+        return train, validation
+
+    def _num_classes(self) -> int:
+        wanted = self.contract.hp("num_classes")
+        top = max(self.train_data.max_label, self.validation_data.max_label if self.validation_data else -1)
+        if wanted and top >= wanted:
+            raise DataError(f"class id {top} found but num_classes={wanted}")
+        classes = wanted or top + 1
+        if classes < 2:
+            raise DataError(f"the training labels hold a single class ({self.train_data.files[:1]}); "
+                            "classification needs at least two")
+        return classes
+
+    def _sharding(self) -> input_pipeline.Sharding:
+        if self.dist.library is not None:
+            return input_pipeline.Sharding(self.dist.num_workers, self.dist.worker_index, explicit=True)
+        return input_pipeline.Sharding()
+
+    def _training_input(self, steps: StepFunctions) -> Any:
+        hp = self.contract.hp
+        common = dict(shuffle_buffer=hp("shuffle_buffer"), cache=hp("cache"), cache_max_mb=hp("cache_max_mb"))
+        if self.dist.kind == PS:
+            data, global_batch = self.train_data, self.global_batch
+
+            def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+                # No seed: each worker should see its own order.
+                return input_pipeline.training(data, context.get_per_replica_batch_size(global_batch),
+                                               seed=None, **common)
+
+            return CoordinatorRunner(self.dist, steps, dataset_fn)
+        dataset = input_pipeline.training(self.train_data, self.dist.per_process_batch(self.global_batch),
+                                          seed=hp("seed"), sharding=self._sharding(),
+                                          num_workers=self.dist.num_workers, **common)
+        return InProcessRunner(self.dist, steps, dataset)
+
+    def _validation_input(self) -> Optional[tf.data.Dataset]:
+        if self.validation_data is None:
+            return None
+        hp = self.contract.hp
+        if self.dist.kind == PS:
+            return input_pipeline.evaluation(self.validation_data, self.global_batch, cache=hp("cache"),
+                                             cache_max_mb=hp("cache_max_mb"))
+        return input_pipeline.evaluation(self.validation_data, self.dist.per_process_batch(self.global_batch),
+                                         cache=hp("cache"), cache_max_mb=hp("cache_max_mb"),
+                                         sharding=self._sharding(), num_workers=self.dist.num_workers)
+
+    # --- model ---------------------------------------------------------------------------------
+
+    def _build_model(self) -> Tuple[models.ModelBundle, Any]:
+        hp = self.contract.hp
+        warmup_steps = int(round(hp("warmup_epochs") * self.steps_per_epoch))
+        with self.dist.scope():
+            bundle = models.build(hp("model"), self.train_data.element_shape, self.num_classes, hp("hidden_units"),
+                                  {**self.contract.hyperparameters.extras, **self.contract.hyperparameters.values})
+            optimizer = bundle.optimizer
+            if optimizer is None:
+                schedule = optimization.WarmupSchedule(self.learning_rate, warmup_steps)
+                optimizer = optimization.make_optimizer(hp("optimizer"), schedule, hp("momentum"))
+            optimizer = optimization.with_loss_scaling(optimizer, self.mixed)
+            build_optimizer(optimizer, bundle.model.trainable_variables)
+        return bundle, optimizer
+
+    # --- run -----------------------------------------------------------------------------------
+
+    def _config_line(self) -> str:
+        hp = self.contract.hp
+        return (f"config {strategies.describe(self.dist)} batch_size_per_replica={self.per_replica_batch} "
+                f"global_batch_size={self.global_batch} learning_rate={self.learning_rate:.6g} "
+                f"lr_scaling={hp('lr_scaling')} warmup_epochs={hp('warmup_epochs'):g} "
+                f"steps_per_epoch={self.steps_per_epoch} steps_per_execution={hp('steps_per_execution')} "
+                f"mixed_precision={'on' if self.mixed else 'off'} xla={'on' if hp('xla') else 'off'} "
+                f"model={hp('model')} classes={self.num_classes} examples={self.train_data.num_examples} "
+                f"input_shape={'x'.join(str(d) for d in self.train_data.element_shape)} chief={self.dist.is_chief}")
+
+    def _resume(self, checkpointer: Checkpointer, bundle: models.ModelBundle, optimizer: Any) -> Progress:
+        restored = checkpointer.restore()
+        if self.dist.multi_process and self.dist.kind != PS:
+            # Whoever could not restore (no local copy of the checkpoints) takes the chief's state,
+            # so that every process runs the same number of steps.
+            self.dist.sync_from_chief(list(bundle.model.variables) + optimizer_variables(optimizer)
+                                      + [checkpointer.progress])
+        progress = checkpointer.current()
+        if progress.epoch_step >= self.steps_per_epoch:  # the epoch got shorter (more replicas now)
+            progress = Progress(progress.epoch + 1, 0, progress.global_step)
+        if restored and self.dist.is_chief:
+            self.say(f"resumed from {restored} at epoch {progress.epoch} step {progress.global_step}")
+        elif progress.global_step and not self.dist.is_chief:
+            self.say(f"continuing with the chief's state at epoch {progress.epoch} step {progress.global_step}")
+        return progress
+
+    def run(self, heartbeat: Callable[[], None]) -> None:
+        hp = self.contract.hp
+        bundle, optimizer = self._build_model()
+        steps = StepFunctions(self.dist, bundle.model, optimizer, bundle.loss, bundle.from_logits,
+                              self.per_replica_batch, hp("xla"))
+        checkpointer = Checkpointer(self.contract.checkpoint_dir, hp("keep_checkpoints"), kind=self.dist.kind,
+                                    is_chief=self.dist.is_chief, worker_index=self.dist.worker_index,
+                                    model=bundle.model, optimizer=optimizer)
+        start = self._resume(checkpointer, bundle, optimizer)
+        runner = self._training_input(steps)
+        validation = self._validation_input()
+        self.say(self._config_line())
+        config = LoopConfig(epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch,
+                            steps_per_execution=hp("steps_per_execution"),
+                            checkpoint_every_steps=hp("checkpoint_every_steps"),
+                            log_every_steps=hp("log_every_steps"), global_batch=self.global_batch,
+                            fail_on_nan=hp("fail_on_nan"))
+        emit = self.say if self.dist.is_chief else (lambda line: None)
+        result = train(config, dist=self.dist, runner=runner, steps=steps, checkpointer=checkpointer,
+                       validation=validation, start=start, started_at=self.started_at, heartbeat=heartbeat,
+                       emit=emit)
+        end = result.progress
+        # Every process reads the weights: variables synchronised on read need all of them.
+        weights = metrics.weights_list(bundle.model)
+        digest = metrics.weights_digest(weights)
+        self.say(f"weights_sha256={digest}")
+        if self.dist.is_chief:
+            began = time.time()
+            written = export.save_artifacts(bundle.model, weights, self.contract.model_dir,
+                                            self.train_data.element_shape, bundle.from_logits)
+            self.say(f"saved {' and '.join(written)} in {time.time() - began:.1f}s")
+            export.write_summary(self.contract.output_data_dir, {
+                "strategy": self.dist.kind, "replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
+                "global_batch_size": self.global_batch, "learning_rate": self.learning_rate,
+                "epochs": end.epoch, "steps": end.global_step, "last_epoch_metrics": result.last_metrics,
+                "weights_sha256": digest, "tensorflow": tf.__version__, "keras": keras_version(),
+                "mixed_precision": self.mixed, "artifacts": [os.path.basename(p) for p in written]})
+        self.say(f"training finished epochs={end.epoch} steps={end.global_step} "
+                 f"elapsed={time.time() - self.started_at:.1f}")
