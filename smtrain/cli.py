@@ -7,7 +7,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,8 +17,10 @@ from smtrain.errors import UserError
 from smtrain.jobs import JOB_STATUSES, exit_code_for
 from smtrain.problems import SpecError
 from smtrain.redact import redact
-from smtrain.spec import LoadedSpec, json_schema, load_spec
 from smtrain.units import parse_duration, parse_since, parse_size
+
+if TYPE_CHECKING:
+    from smtrain.spec import LoadedSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,6 +76,8 @@ def _catalog(ctx: click.Context) -> Catalog:
 
 
 def _load(spec_file: str, overrides: tuple[str, ...]) -> LoadedSpec:
+    from smtrain.spec import load_spec  # pydantic's model building is most of start-up: only when needed
+
     return load_spec(spec_file, overrides)
 
 
@@ -402,6 +406,7 @@ def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: st
 def schema(output: str) -> None:
     """Print the JSON Schema of the job spec (for editors)."""
     from smtrain.render import dump
+    from smtrain.spec import json_schema
 
     dump(json_schema(), "json")
 
