@@ -17,9 +17,9 @@ TERMINAL = ("Completed", "Failed", "Stopped")
 EXIT_FOR_STATUS = {"Completed": exit_codes.OK, "Failed": exit_codes.FAILED, "Stopped": exit_codes.STOPPED}
 
 
-def poll_interval(default: float) -> float:
-    """Seconds between polls: SMTRAIN_POLL_SECONDS if set, else `default`."""
-    value = os.environ.get(POLL_ENV)
+def seconds_from_env(name: str, default: float) -> float:
+    """A positive number of seconds from environment variable `name`, else `default`."""
+    value = os.environ.get(name)
     if not value:
         return default
     try:
@@ -27,8 +27,13 @@ def poll_interval(default: float) -> float:
     except ValueError:
         seconds = -1.0
     if seconds <= 0:
-        raise UserError(f"{POLL_ENV}={value!r} is not a positive number of seconds", exit_codes.USAGE)
+        raise UserError(f"{name}={value!r} is not a positive number of seconds", exit_codes.USAGE)
     return seconds
+
+
+def poll_interval(default: float) -> float:
+    """Seconds between polls: SMTRAIN_POLL_SECONDS if set, else `default`."""
+    return seconds_from_env(POLL_ENV, default)
 
 
 def exit_code_for(job: JobInfo) -> int:

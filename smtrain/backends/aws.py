@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
+from smtrain.jobs import seconds_from_env
 from smtrain.redact import redact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,16 +45,7 @@ _ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "403"
 
 
 def read_timeout() -> float:
-    value = os.environ.get(API_TIMEOUT_ENV)
-    if not value:
-        return DEFAULT_READ_TIMEOUT
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise UserError(f"{API_TIMEOUT_ENV}={value!r} is not a number of seconds", exit_codes.USAGE) from None
-    if seconds <= 0:
-        raise UserError(f"{API_TIMEOUT_ENV} must be positive, got {value!r}", exit_codes.USAGE)
-    return seconds
+    return seconds_from_env(API_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT)
 
 
 def client_config(*, max_attempts: int | None = None) -> Config:
