@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[local,test]'
+	# The container toolkits, for the conformance test of local runs. Their own pins (numpy<1.24,
+	# protobuf<=3.20) fight TensorFlow's, and only the code is needed: no dependencies.
+	$(BIN)/pip install --quiet --no-deps sagemaker-training==4.8.3 sagemaker-tensorflow-training==20.5.0
 	touch $(STAMP)
 
 install: $(STAMP)

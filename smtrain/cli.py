@@ -170,21 +170,42 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
 @click.option("--wait", "wait_", is_flag=True, help="Wait for the job to end; exit with its status code.")
 @click.option("--logs", "logs_", is_flag=True, help="Stream the job's logs until it ends (implies --wait).")
 @timeout_option
+@click.option("--local", "local_", is_flag=True,
+              help="Run here instead: the same bundle and container contract, each host a process, no Docker.")
+@click.option("--cpu-replicas", type=click.IntRange(min=1), metavar="K",
+              help="--local: split the CPU into K logical devices so mirrored runs K replicas.")
+@click.option("--python", "python_", type=click.Path(dir_okay=False, exists=True), metavar="PATH",
+              help="--local: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
 @output_option("text", "json", "yaml")
 @_guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
-           logs_: bool, timeout: str | None, output: str) -> None:
-    """Submit a training job (or, with --dry-run, show exactly what would be sent)."""
+           logs_: bool, timeout: str | None, local_: bool, cpu_replicas: int | None, python_: str | None,
+           output: str) -> None:
+    """Submit a training job (or, with --dry-run, show exactly what would be sent).
+
+    With --local the job runs on this machine and the command ends with it (exit 0 Completed,
+    1 Failed, 3 Stopped).
+    """
     from smtrain import submission
     from smtrain.bundle import BundleError
     from smtrain.plan import build_plan
     from smtrain.render import dump
 
     seconds = _parse_timeout(timeout)
-    if dry_run and (wait_ or logs_ or timeout):
-        raise click.UsageError("--wait, --logs and --timeout follow a submitted job: not with --dry-run")
+    if dry_run and (wait_ or logs_ or timeout or local_):
+        raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
+    if not local_ and (cpu_replicas or python_):
+        raise click.UsageError("--cpu-replicas and --python apply to --local runs")
     result = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
     try:
+        if local_:
+            from smtrain.backends.local import LocalBackend, local_request
+
+            job = LocalBackend().run(local_request(result, job_name),
+                                     stream=sys.stdout if output == "text" else sys.stderr,
+                                     cpu_replicas=cpu_replicas, python=python_)
+            _finish(job, False, output)
+            return
         if dry_run:
             dump(submission.dry_run(result, job_name), "yaml" if output == "yaml" else "json")
             return

@@ -1,0 +1,83 @@
+"""The Python a local job runs with: the hosts' interpreter, plus the bundle's requirements.txt.
+
+SageMaker's toolkit pip-installs a requirements.txt found at the root of the code directory into
+the container's Python before it starts the entry point. Locally that would change smtrain's
+own environment, so a job with requirements gets its own virtual environment in the job
+directory: the packages of the base interpreter stay visible (a .pth file names its
+site-packages, so TensorFlow is not installed again) and pip adds or upgrades only what the
+file asks for, running in the code directory as the toolkit does. If pip fails, the job fails
+before any host starts, with pip's last lines as the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from collections.abc import Callable
+from pathlib import Path
+
+REQUIREMENTS = "requirements.txt"
+PIP_TIMEOUT = 1800.0
+
+
+class RequirementsError(Exception):
+    """pip could not install the requirements; the message is the job's failure reason."""
+
+
+def _site_dirs(python: str) -> list[str]:
+    """The site-packages directories of `python`, in its own order."""
+    probe = ("import json,site,sysconfig; p=sysconfig.get_paths(); "
+             "print(json.dumps(list(dict.fromkeys(site.getsitepackages()+[p['purelib'],p['platlib']]))))")
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return [d for d in json.loads(out.stdout) if os.path.isdir(d)]
+
+
+def _venv_python(env_dir: Path) -> Path:
+    return env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def create_env(env_dir: Path, base_python: str) -> Path:
+    """A virtual environment at `env_dir` that also sees `base_python`'s packages; its python."""
+    sites = _site_dirs(base_python)
+    if Path(base_python).resolve() == Path(sys.executable).resolve():
+        venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(env_dir)
+    else:
+        subprocess.run([base_python, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=300)
+    python = _venv_python(env_dir)
+    own = _site_dirs(str(python))
+    # Appended after the environment's own site-packages: what pip installs here wins.
+    (Path(own[0]) / "_smtrain_base_packages.pth").write_text("\n".join(sites) + "\n", encoding="utf-8")
+    return python
+
+
+def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: Callable[[str], None],
+                         pip_python: str | None = None) -> str:
+    """The interpreter for the hosts: `base_python`, or a job environment with requirements.txt installed.
+
+    pip runs from `pip_python` (default: this process's interpreter) against the new environment.
+    Raises RequirementsError when pip fails.
+    """
+    requirements = code_dir / REQUIREMENTS
+    if not requirements.is_file():
+        return base_python
+    emit(f"installing {REQUIREMENTS} into the job's environment {env_dir}")
+    python = create_env(env_dir, base_python)
+    argv = [pip_python or sys.executable, "-m", "pip", "--python", str(python), "install",
+            "--disable-pip-version-check", "-r", REQUIREMENTS]
+    env = {k: v for k, v in os.environ.items() if k not in ("PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")}
+    proc = subprocess.Popen(argv, cwd=code_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        emit(f"pip: {line}")
+        tail = (tail + [line])[-5:]
+    code = proc.wait(timeout=PIP_TIMEOUT)
+    if code != 0:
+        detail = " / ".join(t.strip() for t in tail if t.strip())
+        raise RequirementsError(f"InstallRequirementsError: pip install -r {REQUIREMENTS} exited with {code}: {detail}")
+    return str(python)
