@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smtrain.local_launch import free_ports  # noqa: F401 - the tests take it from here
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "entrypoints" / "smtrain_entry.py"
 PYTHON = sys.executable
@@ -26,19 +27,6 @@ PYTHON = sys.executable
 # Never hand the child this session's own cluster or SageMaker settings.
 _SCRUBBED_PREFIXES = ("SM_", "TF_CONFIG", "SAGEMAKER_", "OMPI_", "PMI_", "PMIX_")
 
-
-def free_ports(count: int) -> list[int]:
-    """Ports free right now on 127.0.0.1 (held together so they differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @dataclass
