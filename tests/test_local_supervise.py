@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -44,11 +43,10 @@ def test_the_first_failure_is_the_cause_even_when_a_peer_reports_one_just_after(
     killed = "import os, signal, time; time.sleep(0.3); os.kill(os.getpid(), signal.SIGKILL)"
     peer = (IGNORE_TERM + f"import time; time.sleep(0.35); open({str(failure)!r}, 'w').write('lost contact'); "
             "time.sleep(60)")
-    began = time.monotonic()
     supervisor, outcome, text = supervise(tmp_path, [spec(tmp_path, "algo-1", killed), spec(tmp_path, "algo-2", peer)],
                                           failure_files={"algo-2": failure})
     assert outcome.status == "Failed" and outcome.host == "algo-1" and outcome.exit_code == -9
-    assert time.monotonic() - began < 10  # the SIGTERM-ignoring peer was killed after the grace period
+    assert outcome.exit_codes["algo-2"] == -9  # the SIGTERM-ignoring peer was SIGKILLed after the grace period
     assert "algo-1 failed (killed by SIGKILL): ending the other processes" in text
     assert not any(alive(r.pid) for r in supervisor.running)
 
@@ -72,10 +70,9 @@ def test_a_process_that_writes_its_failure_file_then_exits_reports_its_own_code(
 
 def test_servers_are_ended_once_the_workers_are_done_and_fail_nothing(tmp_path: Path) -> None:
     server = IGNORE_TERM + "import time; time.sleep(60)"
-    began = time.monotonic()
     supervisor, outcome, _ = supervise(tmp_path, [spec(tmp_path, "algo-1", server, role=AUX, label="ps"),
                                                   spec(tmp_path, "algo-1", "print('trained')")], grace=0.5)
-    assert outcome.status == "Completed" and time.monotonic() - began < 10
+    assert outcome.status == "Completed"
     assert outcome.exit_codes == {"algo-1/ps": -9, "algo-1": 0}
     assert not any(alive(r.pid) for r in supervisor.running)
 
