@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 
 .PHONY: install test lint demo bench horovod-env clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[local,test]'
