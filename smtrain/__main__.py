@@ -1,3 +1,3 @@
-from smtrain.cli import main
+from smtrain.cli.commands import main
 
 main(prog_name="smtrain")

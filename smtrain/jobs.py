@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,6 +40,12 @@ def poll_interval(default: float) -> float:
 def exit_code_for(job: JobInfo) -> int:
     """The process exit code that reports `job`'s state (0 while it runs)."""
     return EXIT_FOR_STATUS.get(job.status, exit_codes.OK)
+
+
+def reattach_command(*words: str, region: str | None = None) -> str:
+    """The smtrain command line to run again, e.g. ``smtrain logs JOB --follow --region R``."""
+    args = ["smtrain", *words] + (["--region", region] if region else [])
+    return " ".join(shlex.quote(a) for a in args)
 
 
 def _iso(value: dt.datetime | None) -> str | None:

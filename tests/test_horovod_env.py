@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.horovod_env import DOUBLES_DIR, STAMP_NAME, horovod_python, mpirun_base
+from tests.support.horovod_env import DOUBLES_DIR, STAMP_NAME, horovod_python, mpirun_base
 
 # One gradient step program, written for both APIs. Each rank starts from different weights and
 # different data; after a step with gradient averaging and a broadcast from rank 0, every rank

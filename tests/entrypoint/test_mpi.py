@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.horovod_env import DOUBLES_DIR, horovod_python, mpirun_base
+from tests.support.horovod_env import DOUBLES_DIR, horovod_python, mpirun_base
 
 from .conftest import ENTRYPOINTS
 from .sagemaker_env import make_host, metric_lines, parse_metrics

@@ -1,0 +1,58 @@
+"""Plan -> Request: the job's bundle, its name, and where the bundle goes (content-addressed).
+
+Both backends start from a Request: SageMaker uploads the bundle to `source_uri`; a local run
+unpacks the same bytes on each host.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from smtrain.bundle.build import build_bundle, s3_key_for
+from smtrain.bundle.entrypoint import entrypoint_dir
+from smtrain.bundle.model import Bundle
+from smtrain.plan.build import Plan
+
+# SageMaker's limit on TrainingJobName.
+JOB_NAME_MAX = 63
+
+
+def new_job_name(prefix: str, now: dt.datetime | None = None, suffix: str | None = None) -> str:
+    """<prefix>-<UTC yyyymmdd-HHMMSS>-<4 hex>: sortable, and unique across quick re-submits."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    suffix = suffix or secrets.token_hex(2)
+    name = f"{prefix}-{now.astimezone(dt.timezone.utc):%Y%m%d-%H%M%S}-{suffix}"
+    if len(name) > JOB_NAME_MAX:
+        raise ValueError(f"job name {name!r} is longer than {JOB_NAME_MAX} characters")
+    return name
+
+
+def make_bundle(plan: Plan) -> Bundle:
+    """The sourcedir.tar.gz of this job: the bundled entrypoint plus the user's code."""
+    code = plan.spec.code
+    source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
+    return build_bundle(entrypoint_dir(), source, code.requirements, use_gitignore=code.use_gitignore,
+                        allow=code.allow_secrets, max_size=code.max_bundle_size,
+                        exclude_entrypoint_files=("README.md", "__init__.py"))
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a backend needs to start the job, decided before anything is sent."""
+
+    plan: Plan
+    job_name: str
+    bundle: Bundle
+    source_uri: str  # where the bundle lives (content-addressed)
+
+    def upload_summary(self) -> dict[str, Any]:
+        return {"uri": self.source_uri, "bytes": self.bundle.size, "sha256": self.bundle.sha256,
+                "files": [{"path": f.path, "bytes": f.size, "from": f.origin} for f in self.bundle.files]}
+
+
+def make_request(plan: Plan, job_name: str | None = None) -> Request:
+    bundle = make_bundle(plan)
+    return Request(plan, job_name or new_job_name(plan.spec.name), bundle, s3_key_for(plan.spec.output, bundle))

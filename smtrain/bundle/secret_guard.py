@@ -1,0 +1,57 @@
+"""Files that look like secrets (by name, or by the directory they sit in) are refused unless allowed."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Sequence
+
+# Matched, lower-cased, against each file's base name.
+SECRET_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "credentials",
+    "credentials.json",
+    "client_secret*.json",
+    ".netrc",
+    "_netrc",
+    ".pypirc",
+    ".npmrc",
+    ".git-credentials",
+    ".pgpass",
+    ".htpasswd",
+    ".boto",
+    ".dockercfg",
+)
+# Well-known templates and public keys: refusing them would only teach users to allow-list
+# everything.
+_SECRET_EXEMPT = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub")
+# Anything below a directory of this name is treated as a secret.
+_SECRET_DIRS = frozenset({".aws", ".ssh", ".gnupg", ".kube"})
+
+
+def _one_regex(patterns: Sequence[str]) -> re.Pattern[str]:
+    # One compiled alternation: checking thousands of names pattern by pattern is slow.
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+_SECRET_RE = _one_regex(SECRET_PATTERNS)
+_SECRET_EXEMPT_RE = _one_regex(_SECRET_EXEMPT)
+
+
+def looks_secret(rel: str) -> bool:
+    parts = rel.lower().split("/")
+    if not _SECRET_DIRS.isdisjoint(parts[:-1]):
+        return True
+    name = parts[-1]
+    return _SECRET_RE.match(name) is not None and _SECRET_EXEMPT_RE.match(name) is None

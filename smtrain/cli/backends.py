@@ -1,0 +1,51 @@
+"""Backends that turn a resolved plan into a training job: one module per backend.
+
+Each backend imports its heavy dependencies lazily, so importing this package stays cheap.
+The lifecycle commands (status, logs, wait, stop) find a job's backend with :func:`backend_for_job`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from smtrain import exit_codes
+from smtrain.aws_config import default_region
+from smtrain.errors import UserError
+from smtrain.jobs import Backend
+
+
+def local_module() -> ModuleType | None:
+    """smtrain.local.backend when this install has it (it is optional)."""
+    try:
+        from smtrain.local import backend as local
+    except ImportError:
+        return None
+    return local if hasattr(local, "LocalBackend") else None
+
+
+def sagemaker_backend(region: str | None) -> Backend:
+    """The SageMaker backend for `region`, else the default region (AWS_REGION, ~/.aws/config)."""
+    region = region or default_region()
+    if not region:
+        raise UserError("no AWS region: pass --region, or set AWS_REGION or a region in ~/.aws/config",
+                        exit_codes.USAGE)
+    from smtrain.sagemaker.backend import SageMakerBackend
+
+    return SageMakerBackend(region)
+
+
+def local_backend() -> Backend:
+    local = local_module()
+    if local is None:
+        raise UserError("the local backend is not part of this install", exit_codes.USAGE)
+    return local.LocalBackend()
+
+
+def backend_for_job(name: str, region: str | None) -> Backend:
+    """The backend that knows job `name`: a local run of that name, else SageMaker."""
+    local = local_module()
+    if local is not None:
+        backend = local.LocalBackend()
+        if backend.has(name):
+            return backend
+    return sagemaker_backend(region)

@@ -1,0 +1,438 @@
+"""Command-line wiring only: parse, call, print, exit code."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.jobs import JOB_STATUSES, exit_code_for
+from smtrain.plan.catalog import Catalog, CatalogError, load_catalog
+from smtrain.redact import redact
+from smtrain.spec.problems import SpecError
+from smtrain.spec.units import parse_duration, parse_since, parse_size
+
+if TYPE_CHECKING:
+    from smtrain.spec.model import LoadedSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(ctx: click.Context, message: str, code: int) -> None:
+    click.echo(redact(message), err=True)
+    ctx.exit(code)
+
+
+def _guard(fn: F) -> F:
+    """Turn known failures into a message and an exit code; tracebacks only with --debug.
+
+    Everything printed here passes through redact(): no secret value reaches the terminal, not
+    even in a --debug traceback.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = ctx.find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except SpecError as exc:
+            from smtrain.cli.render import echo_problems
+
+            echo_problems(exc.problems)
+            n = len(exc.problems)
+            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was sent.", err=True)
+            ctx.exit(exit_codes.USAGE)
+        except CatalogError as exc:
+            _fail(ctx, f"error: {exc}", exit_codes.USAGE)
+        except UserError as exc:
+            _fail(ctx, _traceback(exc) if debug else f"error: {exc}", exc.code)
+        except KeyboardInterrupt:
+            _fail(ctx, "interrupted", exit_codes.INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # a bug: say so plainly, keep the traceback for --debug
+            _fail(ctx, _traceback(exc) if debug else
+                  f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                  exit_codes.INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _traceback(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+
+
+def _catalog(ctx: click.Context) -> Catalog:
+    root = ctx.find_root().params
+    return load_catalog(root.get("catalog"), root.get("prices"))
+
+
+def _load(spec_file: str, overrides: tuple[str, ...]) -> LoadedSpec:
+    from smtrain.spec.model import load_spec  # pydantic's model building is most of start-up: only when needed
+
+    return load_spec(spec_file, overrides)
+
+
+spec_argument = click.argument("spec_file", metavar="SPEC", type=click.Path(dir_okay=False))
+set_option = click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE",
+                          help="Override a spec field, e.g. --set compute.nodes=4 (repeatable).")
+
+
+def output_option(*choices: str) -> Callable[[F], F]:
+    return click.option("--output", "-o", "output", type=click.Choice(choices), default=choices[0],
+                        show_default=True, help="Output format.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for unexpected errors.")
+@click.option("--catalog", type=click.Path(dir_okay=False, path_type=Path), envvar="SMTRAIN_CATALOG",
+              help="Your own instance catalog (YAML), merged over the bundled one. [env SMTRAIN_CATALOG]")
+@click.option("--prices", type=click.Path(dir_okay=False, path_type=Path), envvar="SMTRAIN_PRICES",
+              help="A YAML/JSON map of instance type -> hourly price overriding the catalog's. "
+                   "[env SMTRAIN_PRICES]")
+@click.version_option(package_name="smtrain")
+def main(debug: bool, catalog: Path | None, prices: Path | None) -> None:
+    """Launch TensorFlow training jobs on Amazon SageMaker GPUs from a YAML job spec.
+
+    Exit codes: 0 ok/Completed, 1 Failed, 2 invalid spec or usage, 3 Stopped,
+    4 AWS/API error, 124 wait timed out, 130 interrupted.
+    """
+
+
+@main.command()
+@spec_argument
+@set_option
+@output_option("text", "json")
+@_guard
+def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
+    """Check a job spec: every problem, with file:line:column. No AWS, no TensorFlow."""
+    from smtrain.cli.render import dump, echo_problems, problem_dict
+    from smtrain.plan.build import build_plan
+
+    try:
+        plan = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
+    except SpecError as exc:
+        if output == "json":
+            dump({"valid": False, "problems": [problem_dict(p) for p in exc.problems]}, "json")
+            click.get_current_context().exit(exit_codes.USAGE)
+        raise
+    if output == "json":
+        dump({"valid": True, "problems": [], "warnings": [problem_dict(w) for w in plan.warnings]}, "json")
+        return
+    echo_problems(plan.warnings, label="warning")
+    click.echo(f"{spec_file}: valid ({plan.strategy} on {plan.nodes} x {plan.instance.name})")
+
+
+@main.command()
+@spec_argument
+@set_option
+@output_option("text", "json")
+@_guard
+def plan(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
+    """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
+    from smtrain.cli.render import dump, plan_text
+    from smtrain.plan.build import build_plan
+
+    result = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
+    if output == "json":
+        dump(result.summary(), "json")
+    else:
+        click.echo(plan_text(result))
+
+
+def _parse_timeout(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(parse_duration(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--timeout") from None
+
+
+timeout_option = click.option("--timeout", metavar="DURATION",
+                              help="Give up waiting after this long (90s, 30m, 2h); exit 124, the job runs on.")
+region_option = click.option("--region", help="AWS region of the job. [default: AWS_REGION / ~/.aws/config]")
+
+
+@main.command()
+@spec_argument
+@set_option
+@click.option("--dry-run", is_flag=True, help="Print the exact CreateTrainingJob request; send nothing.")
+@click.option("--job-name", help="Use this job name instead of <name>-<UTC time>-<4 hex>.")
+@click.option("--wait", "wait_", is_flag=True, help="Wait for the job to end; exit with its status code.")
+@click.option("--logs", "logs_", is_flag=True, help="Stream the job's logs until it ends (implies --wait).")
+@timeout_option
+@click.option("--local", "local_", is_flag=True,
+              help="Run here instead: the same bundle and container contract, each host a process, no Docker.")
+@click.option("--cpu-replicas", type=click.IntRange(min=1), metavar="K",
+              help="--local: split the CPU into K logical devices so mirrored runs K replicas.")
+@click.option("--python", "python_", type=click.Path(dir_okay=False, exists=True), metavar="PATH",
+              help="--local: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
+@output_option("text", "json", "yaml")
+@_guard
+def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
+           logs_: bool, timeout: str | None, local_: bool, cpu_replicas: int | None, python_: str | None,
+           output: str) -> None:
+    """Submit a training job (or, with --dry-run, show exactly what would be sent).
+
+    With --local the job runs on this machine and the command ends with it (exit 0 Completed,
+    1 Failed, 3 Stopped).
+    """
+    from smtrain.bundle.model import BundleError
+    from smtrain.cli.render import dump
+    from smtrain.plan.build import build_plan
+    from smtrain.sagemaker import submit as submission
+
+    seconds = _parse_timeout(timeout)
+    if dry_run and (wait_ or logs_ or timeout or local_):
+        raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
+    if not local_ and (cpu_replicas or python_):
+        raise click.UsageError("--cpu-replicas and --python apply to --local runs")
+    result = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
+    try:
+        if local_:
+            from smtrain.local.backend import LocalBackend, local_request
+
+            job = LocalBackend().run(local_request(result, job_name),
+                                     stream=sys.stdout if output == "text" else sys.stderr,
+                                     cpu_replicas=cpu_replicas, python=python_)
+            _finish(job, False, output)
+            return
+        if dry_run:
+            dump(submission.dry_run(result, job_name), "yaml" if output == "yaml" else "json")
+            return
+        from smtrain.sagemaker.upload import want_progress_bar
+
+        submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
+    except BundleError as exc:
+        raise UserError(str(exc), exit_codes.USAGE) from exc
+    _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds)
+
+
+def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None) -> None:
+    from smtrain.cli.render import dump, submitted_text
+
+    data = submitted.to_dict()
+    if output == "text":
+        click.echo(submitted_text(data, submitted.confirmed_by_describe), err=wait)
+    if not wait:
+        if output != "text":
+            dump(data, output)
+        return
+    from smtrain.cli.backends import sagemaker_backend
+
+    job, timed_out = _follow(sagemaker_backend(submitted.region), submitted.job_name, logs=logs, timeout=timeout,
+                             output=output, region=submitted.region_flag)
+    data.update(status=job.status, job=job.to_dict())
+    _finish(job, timed_out, output, data)
+
+
+def _follow(backend: Any, name: str, *, logs: bool, timeout: float | None, output: str,
+            region: str | None) -> tuple[Any, bool]:
+    """Stay with job `name` until it ends, streaming its logs if asked: (last JobInfo, timed out).
+
+    Log lines go to stdout in text mode and to stderr otherwise, so that stdout stays one JSON
+    document. Ctrl-C prints how to reattach (then exit 130 through the guard).
+    """
+    from smtrain.cli.follow import WaitTimedOut, reattach_on_interrupt, wait_for
+    from smtrain.cli.render import job_change_line, log_line
+    from smtrain.jobs import reattach_command
+
+    command = reattach_command(*(("logs", name, "--follow") if logs else ("wait", name)), region=region)
+    with reattach_on_interrupt(name, command):
+        if logs:
+            for event in backend.logs(name, follow=True):
+                click.echo(log_line(event), err=output != "text")
+            return backend.describe(name), False
+        try:
+            return wait_for(backend, name, timeout=timeout,
+                            on_change=lambda job: click.echo(redact(job_change_line(job)), err=True)), False
+        except WaitTimedOut as exc:
+            click.echo(f"timed out: {exc}; it keeps running. Wait again with: {command}", err=True)
+            return exc.job, True
+
+
+def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None = None) -> None:
+    """Print the final state of a followed job (`data`, else the job) and exit with its code."""
+    from smtrain.cli.render import dump, job_text
+
+    if output == "text":
+        click.echo(redact(job_text(job)))
+    else:
+        dump(data if data is not None else job.to_dict(), output)
+    click.get_current_context().exit(exit_codes.TIMEOUT if timed_out else exit_code_for(job))
+
+
+@main.command()
+@click.argument("job")
+@region_option
+@output_option("text", "json")
+@_guard
+def status(job: str, region: str | None, output: str) -> None:
+    """Show a job: status, times, instances, failure reason, model and console URLs.
+
+    Exits 1 if the job Failed, 3 if it was Stopped, 0 otherwise.
+    """
+    from smtrain.cli.backends import backend_for_job
+    from smtrain.cli.render import dump, job_text
+
+    info = backend_for_job(job, region).describe(job)
+    if output == "json":
+        dump(info.to_dict(), "json")
+    else:
+        click.echo(redact(job_text(info)))
+    click.get_current_context().exit(exit_code_for(info))
+
+
+@main.command(name="list")
+@click.option("--status", "status_", type=click.Choice(JOB_STATUSES), help="Only jobs in this state.")
+@click.option("--name-contains", help="Only jobs whose name contains this text.")
+@click.option("--since", metavar="WHEN", help="Only jobs created since: a duration ago (2h, 7d) or an ISO date/time.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many jobs.")
+@click.option("--local", "local_", is_flag=True, help="List runs of the local backend instead.")
+@region_option
+@output_option("text", "json")
+@_guard
+def list_(status_: str | None, name_contains: str | None, since: str | None, limit: int, local_: bool,
+          region: str | None, output: str) -> None:
+    """List training jobs, newest first."""
+    from smtrain.cli.backends import local_backend, sagemaker_backend
+    from smtrain.cli.render import dump, jobs_table
+
+    try:
+        created_after = parse_since(since) if since else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from None
+    backend = local_backend() if local_ else sagemaker_backend(region)
+    jobs = backend.list(status=status_, name_contains=name_contains, since=created_after, limit=limit)
+    if output == "json":
+        dump({"jobs": [j.to_dict() for j in jobs]}, "json")
+    elif jobs:
+        jobs_table(jobs)
+    else:
+        click.echo("no training jobs found", err=True)
+
+
+@main.command()
+@click.argument("job")
+@click.option("--follow", "-f", is_flag=True, help="Keep reading until the job ends (new hosts included).")
+@region_option
+@output_option("text", "json")
+@_guard
+def logs(job: str, follow: bool, region: str | None, output: str) -> None:
+    """Print a job's logs: every host merged by time, each line prefixed with its host.
+
+    With --output json: one JSON object per line (host, timestamp, message).
+    """
+    from smtrain.cli.backends import backend_for_job
+    from smtrain.cli.follow import reattach_on_interrupt
+    from smtrain.cli.render import dump_line, log_line
+    from smtrain.jobs import reattach_command
+
+    backend = backend_for_job(job, region)
+    with reattach_on_interrupt(job, reattach_command("logs", job, "--follow", region=region)):
+        for event in backend.logs(job, follow=follow):
+            if output == "json":
+                dump_line(event.to_dict())
+            else:
+                click.echo(log_line(event))
+    if follow:
+        click.get_current_context().exit(exit_code_for(backend.describe(job)))
+
+
+@main.command()
+@click.argument("job")
+@timeout_option
+@region_option
+@output_option("text", "json")
+@_guard
+def wait(job: str, timeout: str | None, region: str | None, output: str) -> None:
+    """Wait for a job to end; exit 0 Completed, 1 Failed, 3 Stopped, 124 on --timeout."""
+    from smtrain.cli.backends import backend_for_job
+
+    seconds = _parse_timeout(timeout)
+    info, timed_out = _follow(backend_for_job(job, region), job, logs=False, timeout=seconds, output=output,
+                              region=region)
+    _finish(info, timed_out, output)
+
+
+@main.command()
+@click.argument("job")
+@click.option("--wait", "wait_", is_flag=True, help="Wait until the job has stopped; exit with its status code.")
+@timeout_option
+@region_option
+@output_option("text", "json")
+@_guard
+def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output: str) -> None:
+    """Ask SageMaker to stop a job (it goes Stopping, then Stopped). The job's data stays."""
+    from smtrain.cli.backends import backend_for_job
+    from smtrain.cli.render import dump, job_text
+    from smtrain.jobs import reattach_command
+
+    seconds = _parse_timeout(timeout)
+    backend = backend_for_job(job, region)
+    info = backend.stop(job)
+    if info.done:
+        click.echo(f"{job} had already ended ({info.status}): nothing to stop", err=True)
+        if wait_:
+            _finish(info, False, output)
+    elif wait_:
+        info, timed_out = _follow(backend, job, logs=False, timeout=seconds, output=output, region=region)
+        _finish(info, timed_out, output)
+    else:
+        click.echo(f"stopping {job}; `{reattach_command('wait', job, region=region)}` waits until it has "
+                   "stopped", err=True)
+    if output == "json":
+        dump(info.to_dict(), "json")
+    else:
+        click.echo(redact(job_text(info)))
+
+
+@main.command()
+@click.option("--gpu", help="GPU model, e.g. A100, H100, V100, L4.")
+@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="At least this many GPUs.")
+@click.option("--min-gpu-memory", help="At least this much memory per GPU, e.g. 40GB.")
+@output_option("text", "json")
+@_guard
+def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: str) -> None:
+    """The GPU instance catalog with on-demand prices, cheapest first."""
+    from smtrain.cli.render import dump, instance_dict, instances_table
+
+    catalog = _catalog(click.get_current_context())
+    try:
+        memory = parse_size(min_gpu_memory) if min_gpu_memory else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--min-gpu-memory") from None
+    found = sorted(catalog.filter(gpu=gpu, min_gpus=gpus, min_gpu_memory=memory),
+                   key=lambda i: (i.price_per_hour, i.name))
+    if output == "json":
+        dump({"price_source": catalog.price_source, "price_date": catalog.price_date,
+              "instances": [instance_dict(i) for i in found]}, "json")
+        return
+    if not found:
+        click.echo("no instance type matches", err=True)
+        return
+    instances_table(found, f"{len(found)} instance types; on-demand us-east-1 prices: {catalog.price_source} "
+                           f"({catalog.price_date})")
+
+
+@main.command()
+@output_option("json")
+def schema(output: str) -> None:
+    """Print the JSON Schema of the job spec (for editors)."""
+    from smtrain.cli.render import dump
+    from smtrain.spec.model import json_schema
+
+    dump(json_schema(), "json")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,17 @@
+"""Backend, Request -> a job run here: the same bundle, the same container contract, hosts as processes.
+
+    request.py    the local Request and its CreateTrainingJob request rendered offline (via sagemaker)
+    channels.py   input channels from directories, file:// or s3:// URIs
+    job_env.py    code.requirements installed into the job's own virtual environment
+    contract.py   one host's /opt/ml layout, config files and SM_* environment, as the toolkit sets them
+    hosts.py      every host's directory laid out, the bundle unpacked into each
+    launch.py     the processes per host: TF_CONFIG on free ports, ps processes, one mpirun for MPI
+    supervise.py  the process group: output streamed with host prefixes, one failure ends all
+    artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them
+    records.py    job records under SMTRAIN_HOME: status, list, logs of local jobs
+    backend.py    LocalBackend: run(), describe / list / logs / stop
+    demo_data.py  scikit-learn's digits written as train/validation channels (make demo)
+
+May import: sagemaker (to render hyperparameters exactly as a real job), bundle, plan, spec and
+the shared modules. TensorFlow only ever runs in the host processes, never in smtrain's own.
+"""

@@ -1,0 +1,330 @@
+"""The local backend: a job's bundle run on this machine under SageMaker's container contract.
+
+`LocalBackend().run(request)` gives each of the job's N hosts a directory laid out as the
+container's /opt/ml (config files as SageMaker writes them, channels, the bundle unpacked as
+the code directory), starts each host's processes as the TensorFlow container's toolkit would
+(TF_CONFIG on 127.0.0.1 ports, a parameter server beside each worker, one mpirun for Horovod and
+smddp), streams their output prefixed [algo-N], ends the whole group when one fails or max_run
+passes, and leaves model.tar.gz and output.tar.gz where SageMaker would put them:
+
+* spec.output a local directory (or file:// URI): <output>/<job>/output/{model,output}.tar.gz,
+  the layout SageMaker uses under an S3 output, and the bundle at <output>/source/<sha256>/;
+* spec.output an s3:// URI: nothing is uploaded; both archives stay in <job dir>/output/.
+
+The job's record lives under ${SMTRAIN_HOME:-~/.smtrain}/local-jobs/<job>/ (see local_jobs), so
+`status`, `list`, `logs` and `stop` work on local jobs as on SageMaker ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.jobs import JobInfo, LogEvent, poll_interval
+from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
+from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, signal_group
+from smtrain.plan import launch
+
+if TYPE_CHECKING:  # the run path's modules load when a job runs: status/list/logs stay quick
+    from smtrain.local.contract import HostLayout
+    from smtrain.plan.build import Plan
+    from smtrain.sagemaker.submit import Request
+
+__all__ = ["LocalBackend", "local_request"]
+
+
+def local_request(plan: Plan, job_name: str | None = None) -> Request:
+    """The Request a local run of `plan` starts from (see smtrain.local.request)."""
+    from smtrain.local.request import local_request as make
+
+    return make(plan, job_name)
+
+
+FAILURE_REASON_MAX = 1024  # SageMaker keeps the first 1024 characters of output/failure
+LOG_POLL_DEFAULT = 0.5
+
+
+class _JobFailed(Exception):
+    """Preparing the job failed; the message is its failure reason."""
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _tail(path: Path, lines: int) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line.partition("\t")[2] for line in text.splitlines()[-lines:]]
+
+
+class LocalBackend:
+    """Local jobs: run one (`run`), and describe/list/logs/stop those recorded under the home."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.store = JobStore(home)
+
+    # -- Backend protocol ------------------------------------------------------------------------
+
+    def has(self, name: str) -> bool:
+        return self.store.has(name)
+
+    def describe(self, name: str) -> JobInfo:
+        return job_info(self._current(name))
+
+    def list(self, *, status: str | None = None, name_contains: str | None = None,
+             since: dt.datetime | None = None, limit: int = 20) -> list[JobInfo]:
+        jobs = []
+        for name in self.store.names():
+            try:
+                job = self.describe(name)
+            except (OSError, ValueError, KeyError):
+                continue  # a record being written for the first time, or damaged
+            if status and job.status != status:
+                continue
+            if name_contains and name_contains not in job.name:
+                continue
+            if since and (job.created is None or job.created < since):
+                continue
+            jobs.append(job)
+        epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+        jobs.sort(key=lambda j: (j.created or epoch, j.name), reverse=True)
+        return jobs[:limit]
+
+    def logs(self, name: str, *, follow: bool = False) -> Iterator[LogEvent]:
+        self._require(name)
+        log_dir = self.store.log_dir(name)
+        if not follow:
+            return iter(read_logs(log_dir))
+        return follow_logs(log_dir, lambda: self.describe(name).done, time.sleep, poll_interval(LOG_POLL_DEFAULT))
+
+    def stop(self, name: str) -> JobInfo:
+        job = self.describe(name)
+        if job.done:
+            return job
+        self.store.request_stop(name)
+        record = self.store.read(name)
+        supervisor = record.get("supervisor") or {}
+        if alive(supervisor.get("pid"), supervisor.get("start")):
+            return self.describe(name)  # Stopping: the supervisor ends the group within its grace period
+        return job_info(self._end_orphan(name, record))
+
+    # -- running a job ---------------------------------------------------------------------------
+
+    def run(self, request: Request, *, stream: TextIO | None = None, cpu_replicas: int | None = None,
+            grace: float = DEFAULT_GRACE, python: str | None = None) -> JobInfo:
+        """Run the job to its end here and return its final state (Completed, Failed or Stopped).
+
+        Problems found before anything starts (a refused setting, a missing mpirun) raise
+        UserError and leave no job behind. Ctrl-C ends every process, records the job as
+        Stopped, and then raises KeyboardInterrupt.
+        """
+        from smtrain.local.job_env import REQUIREMENTS
+        from smtrain.local.launch import check_mpi
+        from smtrain.local.request import render_local
+        from smtrain.redact import remember
+
+        plan, name = request.plan, request.job_name
+        remember(plan.spec.environment)
+        if self.store.job_dir(name).exists():
+            raise UserError(f"a local job named {name} already exists in {self.store.root}: pick another "
+                            "--job-name", exit_codes.USAGE)
+        body = render_local(request)
+        hyperparameters = dict(body["HyperParameters"])
+        if cpu_replicas:
+            hyperparameters["cpu_replicas"] = json.dumps(cpu_replicas)
+        base_python = python or sys.executable
+        has_requirements = any(f.path == REQUIREMENTS for f in request.bundle.files)
+        if plan.strategy in ("horovod", "smddp") and not has_requirements:
+            check_mpi(plan.strategy, base_python)
+        job_dir = self.store.create(name)
+        output = Output(stream, self.store.log_dir(name))
+        record = self._first_record(request, body, job_dir)
+        self.store.write(name, record)
+        started = time.monotonic()
+        try:
+            outcome, layouts = self._run(request, body, hyperparameters, base_python, output, grace)
+        except _JobFailed as exc:
+            outcome, layouts = Outcome("Failed", "Failed", reason="prepare"), {}
+            self.store.update(name, failure_reason=str(exc)[:FAILURE_REASON_MAX])
+            output.note(f"failed: {exc}")
+        except KeyboardInterrupt:  # while preparing: nothing runs yet
+            self._finish(name, Outcome("Stopped", "Stopped", reason="interrupt"), {}, None)
+            output.close()
+            raise
+        except BaseException as exc:
+            self._finish(name, Outcome("Failed", "Failed", reason="internal"), {},
+                         f"InternalError: smtrain failed while running the job: {type(exc).__name__}: {exc}")
+            output.close()
+            raise
+        job = self._finish(name, outcome, layouts, self.store.read(name).get("failure_reason"))
+        output.note(f"{name} {job.status}" + (f" ({job.secondary_status})" if job.secondary_status != job.status
+                                                 else "") + f" after {time.monotonic() - started:.1f}s")
+        if job.failure_reason:
+            output.note(f"reason: {job.failure_reason}")
+        for label, path in (("model", job.model_artifacts), ("output", job.extra.get("output_artifacts"))):
+            if path:
+                output.note(f"{label}: {path}")
+        output.close()
+        if outcome.reason == "interrupt":
+            raise KeyboardInterrupt
+        return job
+
+    def _first_record(self, request: Request, body: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+        from smtrain.local.request import output_root
+
+        plan = request.plan
+        root = output_root(plan)
+        artifacts = (root / request.job_name / "output") if root is not None else job_dir / "output"
+        return {
+            "name": request.job_name, "status": "InProgress", "secondary_status": "Starting",
+            "created": iso(_utc_now()), "started": None, "ended": None,
+            "instance_type": body["ResourceConfig"]["InstanceType"],
+            "instance_count": body["ResourceConfig"]["InstanceCount"],
+            "region": plan.region, "strategy": plan.strategy, "hosts": launch.host_names(plan.nodes),
+            "failure_reason": None, "model_artifacts": None, "output_artifacts": None,
+            "artifacts_dir": str(artifacts), "job_dir": str(job_dir), "log_dir": str(job_dir / "logs"),
+            "output": plan.spec.output, "source": request.source_uri, "bundle_sha256": request.bundle.sha256,
+            "max_run_seconds": body["StoppingCondition"]["MaxRuntimeInSeconds"],
+            "supervisor": {"pid": os.getpid(), "start": process_start(os.getpid())}, "processes": [],
+            "exit_code": None, "failed_host": None,
+        }
+
+    def _run(self, request: Request, body: dict[str, Any], hyperparameters: dict[str, str], base_python: str,
+             output: Output, grace: float) -> tuple[Outcome, dict[str, HostLayout]]:
+        from smtrain.local.channels import ChannelSource, prepare_channels
+        from smtrain.local.hosts import lay_out, write_bundle
+        from smtrain.local.job_env import RequirementsError, install_requirements
+        from smtrain.local.launch import host_processes
+
+        plan, name = request.plan, request.job_name
+        job_dir = self.store.job_dir(name)
+        output.note(f"{name}: {plan.nodes} host(s), {plan.strategy}, in {job_dir}")
+        if plan.spec.output.startswith("s3://"):
+            output.note(f"output is {plan.spec.output}: a local run uploads nothing; the archives stay in "
+                        f"{job_dir / 'output'}")
+        if body.get("CheckpointConfig"):
+            output.note("checkpoints stay in each host's checkpoints/ directory: a local run does not sync them to "
+                        f"{body['CheckpointConfig']['S3Uri']}")
+        bundle = Path(request.source_uri) if not request.source_uri.startswith("s3://") \
+            else job_dir / "sourcedir.tar.gz"
+        write_bundle(request.bundle.data, bundle)
+        hosts = lay_out(name, plan.region, body, hyperparameters, job_dir / "hosts", bundle)
+        first = hosts.names[0]
+
+        self.store.update(name, secondary_status="Downloading")
+        sources = [ChannelSource(c["ChannelName"], c["DataSource"]["S3DataSource"]["S3Uri"],
+                                 c["DataSource"]["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key")
+                   for c in body.get("InputDataConfig", [])]
+        try:
+            prepare_channels(sources, [{s.name: hosts.layouts[h].channel(s.name) for s in sources}
+                                       for h in hosts.names], plan.base_dir, job_dir / "input-cache", plan.region)
+        except UserError as exc:
+            raise _JobFailed(f"ClientError: {exc}") from exc
+        try:
+            python = install_requirements(hosts.layouts[first].code_dir, job_dir / "venv", base_python,
+                                          lambda line: output.line(first, line))
+        except RequirementsError as exc:
+            raise _JobFailed(f"AlgorithmError: {exc}") from exc
+        try:
+            specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
+                                   hosts.env_for, entry_point=plan.entry_point, python=python,
+                                   args_for=hosts.args_for, processes_per_host=plan.processes_per_host,
+                                   mpi_options=plan.spec.distribution.mpi_options)
+        except UserError as exc:
+            raise _JobFailed(f"ClientError: {exc}") from exc
+
+        def on_started(running: list[Running]) -> None:
+            self.store.update(name, secondary_status="Training", started=iso(_utc_now()),
+                              processes=[{"name": r.spec.name, "host": r.spec.host, "pid": r.pid,
+                                          "start": process_start(r.pid)} for r in running])
+
+        supervisor = Supervisor(specs, output, failure_files={h: lay.failure_file for h, lay in hosts.layouts.items()},
+                                max_run=float(body["StoppingCondition"]["MaxRuntimeInSeconds"]), grace=grace,
+                                stop_file=job_dir / STOP_FILE, on_started=on_started)
+        return supervisor.run(), hosts.layouts
+
+    def _finish(self, name: str, outcome: Outcome, layouts: dict[str, HostLayout],
+                reason: str | None) -> JobInfo:
+        """Write what the toolkit and SageMaker leave after a job: success/failure files, archives, the record."""
+        from smtrain.local.artifacts import write_archive
+
+        record = self.store.read(name)
+        if outcome.reason == "failure" and outcome.host is not None:
+            reason = self._failure_reason(outcome, layouts[outcome.host], Path(record["log_dir"]))
+        elif outcome.reason == "max_run":
+            reason = (f"MaxRuntimeExceeded: Training job runtime exceeded MaxRuntimeInSeconds provided "
+                      f"({record.get('max_run_seconds')}s)")
+        if outcome.status == "Completed":
+            for layout in layouts.values():
+                (layout.output_dir / "success").touch()
+        changes: dict[str, Any] = {"secondary_status": "Uploading"}
+        if layouts:
+            self.store.update(name, **changes)
+            artifacts = Path(record["artifacts_dir"])
+            ordered = [layouts[h] for h in record["hosts"]]
+            model = write_archive([lay.model_dir for lay in ordered], artifacts / "model.tar.gz")
+            data = write_archive([lay.output_data_dir for lay in ordered], artifacts / "output.tar.gz")
+            changes.update(model_artifacts=str(model), output_artifacts=str(data))
+        changes.update(status=outcome.status, secondary_status=outcome.secondary_status, ended=iso(_utc_now()),
+                       failure_reason=reason[:FAILURE_REASON_MAX] if reason else None,
+                       exit_code=outcome.exit_code, failed_host=outcome.host)
+        return job_info(self.store.update(name, **changes))
+
+    @staticmethod
+    def _failure_reason(outcome: Outcome, layout: HostLayout, log_dir: Path) -> str:
+        """AlgorithmError: and the host's output/failure, which the toolkit writes when the program did not."""
+        try:
+            text = layout.failure_file.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            text = ""
+        if not text:
+            last = " / ".join(line for line in _tail(log_dir / f"{outcome.host}.log", 3) if line.strip())
+            text = (f"ExecuteUserScriptError:\nExitCode {outcome.exit_code}\nErrorMessage \"{last}\"\n"
+                    f"Command \"{' '.join(outcome.command)}\"")
+            layout.failure_file.parent.mkdir(parents=True, exist_ok=True)
+            layout.failure_file.write_text(text + "\n", encoding="utf-8")
+        return f"AlgorithmError: {text}"
+
+    # -- records of jobs whose smtrain process is gone ---------------------------------------------
+
+    def _require(self, name: str) -> None:
+        if not self.store.has(name):
+            raise UserError(f"no local job named {name} (in {self.store.root})", exit_codes.USAGE)
+
+    def _current(self, name: str) -> dict[str, Any]:
+        self._require(name)
+        record = self.store.read(name)
+        if record["status"] not in ("InProgress", "Stopping"):
+            return record
+        supervisor = record.get("supervisor") or {}
+        if not alive(supervisor.get("pid"), supervisor.get("start")):
+            return self._end_orphan(name, record)
+        if self.store.stop_requested(name):
+            return {**record, "status": "Stopping", "secondary_status": "Stopping"}
+        return record
+
+    def _end_orphan(self, name: str, record: dict[str, Any]) -> dict[str, Any]:
+        """The smtrain process that ran the job is gone: end what it left running, record the end."""
+        for process in record.get("processes", []):
+            if alive(process.get("pid"), process.get("start")):
+                signal_group(process["pid"], signal.SIGKILL)
+        if self.store.stop_requested(name):
+            changes = {"status": "Stopped", "secondary_status": "Stopped"}
+        else:
+            changes = {"status": "Failed", "secondary_status": "Failed",
+                       "failure_reason": f"the smtrain process that ran this job (pid "
+                                         f"{(record.get('supervisor') or {}).get('pid')}) ended before the job did"}
+        return self.store.update(name, ended=iso(_utc_now()), **changes)
+

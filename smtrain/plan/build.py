@@ -1,0 +1,202 @@
+"""Spec -> Plan: every decision made (instance, strategy, replicas, batch, learning rate, cost), nothing sent."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smtrain.plan import distribution, launch
+from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
+from smtrain.plan.tf_versions import default_py_version, tf_py_versions
+from smtrain.spec.model import LoadedSpec, Spec
+from smtrain.spec.problems import Problem, SpecError
+
+BUNDLED_ENTRY_POINT = "smtrain_entry.py"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """USD for all nodes together: on-demand from the catalog, spot as an estimate."""
+
+    per_hour: float
+    max_for_run: float
+    spot_per_hour_estimate: float | None
+    spot_max_estimate: float | None
+    price_source: str
+    price_date: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: Spec
+    base_dir: Path  # relative paths of the spec (code.source_dir) are resolved against it
+    region: str
+    instance: InstanceType
+    instance_reason: str
+    nodes: int
+    strategy: str
+    strategy_reason: str
+    processes_per_host: int
+    replicas: int
+    batch_per_replica: int
+    global_batch: int
+    learning_rate: float
+    scaled_learning_rate: float
+    framework_version: str | None
+    py_version: str | None
+    image_uri: str | None
+    distribution: dict[str, Any] | None
+    entry_point: str
+    hyperparameters: dict[str, Any]
+    launch: list[launch.HostLaunch]
+    cost: Cost
+    warnings: list[Problem] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The plan as stable, documented keys (`smtrain plan --output json`)."""
+        return {
+            "name": self.spec.name,
+            "region": self.region,
+            "instance": {"type": self.instance.name, "reason": self.instance_reason, "gpu": self.instance.gpu,
+                         "gpus": self.instance.gpus, "gpu_memory_gb": self.instance.gpu_memory / 10**9,
+                         "efa": self.instance.efa},
+            "nodes": self.nodes,
+            "gpus_per_node": self.instance.gpus,
+            "strategy": {"name": self.strategy, "reason": self.strategy_reason,
+                         "processes_per_host": self.processes_per_host, "sdk_distribution": self.distribution},
+            "replicas": self.replicas,
+            "batch": {"per_replica": self.batch_per_replica, "global": self.global_batch},
+            "learning_rate": {"base": self.learning_rate, "scaling": self.spec.training.lr_scaling,
+                              "scaled": self.scaled_learning_rate,
+                              "warmup_epochs": self.spec.training.warmup_epochs},
+            "tensorflow": {"version": self.framework_version, "python": self.py_version,
+                           "image_uri": self.image_uri},
+            "entry_point": self.entry_point,
+            "hyperparameters": self.hyperparameters,
+            "launch": [{"host": h.host, "tf_config": h.tf_config, "command": h.command, "note": h.note,
+                        "ps_tf_config": h.ps_tf_config} for h in self.launch],
+            "cost_usd": {"per_hour": round(self.cost.per_hour, 4), "max_for_run": round(self.cost.max_for_run, 2),
+                         "spot_per_hour_estimate": _round(self.cost.spot_per_hour_estimate, 4),
+                         "spot_max_estimate": _round(self.cost.spot_max_estimate, 2),
+                         "max_run_seconds": self.spec.compute.max_run,
+                         "price_source": self.cost.price_source, "price_date": self.cost.price_date},
+            "warnings": [w.render() for w in self.warnings],
+        }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def scale_learning_rate(base: float, scaling: str, replicas: int) -> float:
+    """The entrypoint's rule, so the plan shows what training will use."""
+    if scaling == "linear":
+        return base * replicas
+    if scaling == "sqrt":
+        return base * math.sqrt(replicas)
+    return base
+
+
+def _instance(loaded: LoadedSpec, catalog: Catalog, requested_strategy: str) -> tuple[InstanceType, str]:
+    c = loaded.spec.compute
+    if c.instance_type != "auto":
+        return resolve_instance(catalog, c.instance_type), "as the spec asks"
+    allowed = distribution.allowed_instances(requested_strategy)
+    selection = select_instance(catalog, c.gpu, c.gpus_per_node, c.min_gpu_memory,
+                                allowed[0] if allowed else None, allowed[1] if allowed else None)
+    return selection.instance, selection.reason
+
+
+def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None, str | None]:
+    tf = loaded.spec.tensorflow
+    if tf.image_uri:
+        return tf.version, tf.python
+    table = tf_py_versions()
+    if tf.version not in table:
+        near = sorted(table, key=lambda v: distribution.version_tuple(v))
+        newer = [v for v in near if distribution.version_tuple(v) > distribution.version_tuple(tf.version or "0")]
+        hint = ", ".join(newer[:2] or near[-2:])
+        problems.append(loaded.problem(("tensorflow", "version"),
+                                       f"the SageMaker SDK has no TensorFlow training image {tf.version} "
+                                       f"(nearest: {hint}; newest: {near[-1]}); give tensorflow.image_uri "
+                                       "to use another image"))
+        return tf.version, tf.python
+    known = table[tf.version]
+    if tf.python and tf.python not in known:
+        problems.append(loaded.problem(("tensorflow", "python"), f"TensorFlow {tf.version} images exist for "
+                                       f"{', '.join(known)}, not {tf.python}"))
+    return tf.version, tf.python or default_py_version(tf.version)
+
+
+def hyperparameters(spec: Spec) -> dict[str, Any]:
+    """What the entry point receives: the training fields that are set, then the extra pass-through ones."""
+    values = {k: v for k, v in spec.training.model_dump().items() if v is not None}
+    values.update(spec.hyperparameters)
+    return values
+
+
+def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
+    """Decide everything about the job; raise SpecError (with positions) if it cannot run."""
+    spec = loaded.spec
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    region = loaded.region
+    if region is None:
+        problems.append(loaded.problem(("region",), "no AWS region: set `region:` in the spec, or AWS_REGION"))
+    try:
+        instance, instance_reason = _instance(loaded, catalog, spec.distribution.strategy)
+    except CatalogError as exc:
+        field = ("compute", "instance_type") if spec.compute.instance_type != "auto" else ("compute",)
+        raise SpecError(problems + [loaded.problem(field, str(exc))]) from None
+    if spec.compute.instance_type != "auto":
+        for name in ("gpu", "min_gpu_memory"):
+            if getattr(spec.compute, name) is not None:
+                warnings.append(loaded.problem(("compute", name), "used only with instance_type auto; "
+                                               f"{instance.name} is fixed"))
+    framework_version, py_version = _tensorflow(loaded, problems)
+    strategy, strategy_reason = distribution.resolve(spec.distribution.strategy, spec.compute.nodes, instance.gpus)
+    found = distribution.check(strategy, framework_version, instance, spec.compute.nodes,
+                               spec.distribution.processes_per_host)
+    problems += [loaded.problem(path, msg) for path, msg in found.errors]
+    warnings += [loaded.problem(path, msg) for path, msg in found.warnings]
+    if problems:
+        raise SpecError(problems)
+
+    processes = distribution.processes_per_host(strategy, spec.distribution.processes_per_host, instance.gpus)
+    replicas = distribution.replicas(strategy, spec.compute.nodes, instance.gpus, processes)
+    t = spec.training
+    hps = hyperparameters(spec)
+    entry_point = spec.code.entry_point or BUNDLED_ENTRY_POINT
+    hosts = launch.host_names(spec.compute.nodes)
+    per_hour = instance.price_per_hour * spec.compute.nodes
+    hours = spec.compute.max_run / 3600
+    spot_hour = per_hour * (1 - catalog.spot_discount_estimate) if spec.compute.spot else None
+    return Plan(
+        spec=spec,
+        base_dir=loaded.base_dir,
+        region=region or "",
+        instance=instance,
+        instance_reason=instance_reason,
+        nodes=spec.compute.nodes,
+        strategy=strategy,
+        strategy_reason=strategy_reason,
+        processes_per_host=processes,
+        replicas=replicas,
+        batch_per_replica=t.batch_size_per_replica,
+        global_batch=t.batch_size_per_replica * replicas,
+        learning_rate=t.learning_rate,
+        scaled_learning_rate=scale_learning_rate(t.learning_rate, t.lr_scaling, replicas),
+        framework_version=framework_version,
+        py_version=py_version,
+        image_uri=spec.tensorflow.image_uri,
+        distribution=distribution.sdk_distribution(strategy, processes, spec.distribution.mpi_options),
+        entry_point=entry_point,
+        hyperparameters=hps,
+        launch=launch.preview(strategy, hosts, processes, instance.name, spec.distribution.mpi_options,
+                              entry_point, hps),
+        cost=Cost(per_hour, per_hour * hours, spot_hour, spot_hour * hours if spot_hour is not None else None,
+                  catalog.price_source, catalog.price_date),
+        warnings=warnings,
+    )

@@ -1,0 +1,13 @@
+"""Backend, Request -> SageMaker: the SDK v2 path, dry run and real, and following jobs.
+
+    estimator.py  the SDK's TensorFlow estimator, built once for dry run and submit; sessions that
+                  intercept the finished CreateTrainingJob request (lazy SDK import)
+    submit.py     estimator arguments from a Request; dry_run() and submit()
+    upload.py     the bundle to S3: HEAD, then PUT with its sha256 (skipped when S3 has it)
+    create.py     CreateTrainingJob never sent twice (describe before resending a lost answer)
+    aws.py        boto3 sessions, retries and timeouts; AWS errors as one actionable line
+    backend.py    describe / list / logs / stop of SageMaker jobs (SageMakerBackend)
+
+May import: bundle, plan, spec and the shared modules. sagemaker, boto3 and botocore are imported
+inside functions only.
+"""

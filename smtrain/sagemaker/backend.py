@@ -1,0 +1,215 @@
+"""Following SageMaker training jobs: describe, list, logs and stop, through boto3.
+
+The SDK's own attach()/wait()/logs_for_job() sleep 5 s before polling and need fields that not
+every DescribeTrainingJob answer carries, so this module calls the API directly. Logs come from
+CloudWatch Logs: group ``/aws/sagemaker/TrainingJobs``, one stream per host and container start,
+named ``<job>/algo-<n>-<epoch seconds>``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.jobs import JobInfo, LogEvent, poll_interval
+from smtrain.sagemaker.aws import api_errors, boto_session, error_code, is_not_found
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+LOGS_POLL_DEFAULT = 5.0
+_LIST_PAGE_MAX = 100  # ListTrainingJobs' MaxResults limit
+_SETTLE_MS = 2000  # how long a followed event may wait for other hosts' earlier ones
+_HOST_RE = re.compile(r"/(algo-\d+)-\d+$")
+
+
+def _console_domain(region: str) -> str:
+    if region.startswith("cn-"):
+        return f"{region}.console.amazonaws.cn"
+    if region.startswith("us-gov-"):
+        return f"{region}.console.amazonaws-us-gov.com"
+    return f"{region}.console.aws.amazon.com"
+
+
+def console_url(region: str, name: str) -> str:
+    return f"https://{_console_domain(region)}/sagemaker/home?region={region}#/jobs/{name}"
+
+
+def logs_url(region: str, name: str) -> str:
+    # The CloudWatch console link the SageMaker SDK prints: every stream of the job.
+    return (f"https://{_console_domain(region)}/cloudwatch/home?region={region}#logStream:"
+            f"group={LOG_GROUP};prefix={quote(name)};streamFilter=typeLogStreamPrefix")
+
+
+def host_of(stream: str) -> str:
+    """"algo-1" for the stream ``job/algo-1-1700000000``; the stream's last part otherwise."""
+    m = _HOST_RE.search(stream)
+    return m.group(1) if m else stream.rsplit("/", 1)[-1]
+
+
+def job_from_description(d: dict[str, Any], region: str) -> JobInfo:
+    """JobInfo from a DescribeTrainingJob answer (or a ListTrainingJobs summary)."""
+    name = d["TrainingJobName"]
+    resources = d.get("ResourceConfig") or {}
+    return JobInfo(
+        name=name, backend="sagemaker", status=d["TrainingJobStatus"],
+        secondary_status=d.get("SecondaryStatus"), created=d.get("CreationTime"),
+        started=d.get("TrainingStartTime"), ended=d.get("TrainingEndTime"),
+        instance_type=resources.get("InstanceType"), instance_count=resources.get("InstanceCount"),
+        failure_reason=d.get("FailureReason"),
+        model_artifacts=(d.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
+        console_url=console_url(region, name), logs_url=logs_url(region, name), region=region,
+        extra={"arn": d.get("TrainingJobArn")},
+    )
+
+
+@dataclass
+class _Stream:
+    name: str
+    host: str
+    token: str | None = None
+
+
+class _LogTail:
+    """Reads every stream of one job from where it left off; new streams are found on each poll."""
+
+    def __init__(self, logs: Any, job: str) -> None:
+        self._logs = logs
+        self._job = job
+        self._streams: dict[str, _Stream] = {}
+        self._pending: list[tuple[int, str, str]] = []  # (ms, host, message) read, not yet returned
+
+    def _refresh_streams(self) -> None:
+        kwargs: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamNamePrefix": f"{self._job}/"}
+        while True:
+            try:
+                page = self._logs.describe_log_streams(**kwargs)
+            except Exception as exc:
+                if error_code(exc) == "ResourceNotFoundException":
+                    return  # no job has logged in this region yet
+                raise
+            for s in page.get("logStreams", []):
+                name = s["logStreamName"]
+                if name not in self._streams:
+                    self._streams[name] = _Stream(name, host_of(name))
+            if not page.get("nextToken"):
+                return
+            kwargs["nextToken"] = page["nextToken"]
+
+    def _read(self, stream: _Stream) -> list[tuple[int, str, str]]:
+        out = []
+        while True:
+            kwargs: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamName": stream.name, "startFromHead": True}
+            if stream.token:
+                kwargs["nextToken"] = stream.token
+            page = self._logs.get_log_events(**kwargs)
+            events = page.get("events", [])
+            token = page.get("nextForwardToken")
+            out += [(e["timestamp"], stream.host, e["message"]) for e in events]
+            # The end of the stream for now: no events, or the same token handed back.
+            done = not events or token == stream.token
+            stream.token = token or stream.token
+            if done:
+                return out
+
+    def poll(self, *, final: bool) -> list[LogEvent]:
+        """Events read since the last poll, all hosts merged by time.
+
+        Streams are read one after another, so an event another host writes meanwhile can turn up
+        a poll later than a newer one: unless `final`, events from the last few seconds wait for
+        the next poll so that the merged output stays in time order.
+        """
+        self._refresh_streams()
+        for stream in sorted(self._streams.values(), key=lambda s: s.name):
+            self._pending += self._read(stream)
+        self._pending.sort(key=lambda e: e[0])  # stable: a host's own order survives equal timestamps
+        cutoff = float("inf") if final else time.time() * 1000 - _SETTLE_MS
+        ready = [e for e in self._pending if e[0] < cutoff]
+        self._pending = self._pending[len(ready):]
+        return [LogEvent(host, dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc), message.rstrip("\n"))
+                for ms, host, message in ready]
+
+
+class SageMakerBackend:
+    """The jobs.Backend of SageMaker training jobs in one region."""
+
+    name = "sagemaker"
+
+    def __init__(self, region: str, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.region = region
+        self._session = boto_session(region)
+        self._sagemaker = self._session.client("sagemaker")
+        self._logs_client: Any = None
+        self._sleep = sleep
+
+    def _description(self, name: str) -> dict[str, Any] | None:
+        """DescribeTrainingJob's answer, None when SageMaker has no job of that name."""
+        with api_errors(f"describe training job {name}"):
+            try:
+                return self._sagemaker.describe_training_job(TrainingJobName=name)
+            except Exception as exc:
+                if is_not_found(exc):
+                    return None
+                raise
+
+    def describe(self, name: str) -> JobInfo:
+        d = self._description(name)
+        if d is None:
+            raise UserError(f"no training job named {name} in {self.region} (check the name, or --region)",
+                            exit_codes.API)
+        return job_from_description(d, self.region)
+
+    def exists(self, name: str) -> bool:
+        return self._description(name) is not None
+
+    def list(self, *, status: str | None = None, name_contains: str | None = None,
+             since: dt.datetime | None = None, limit: int = 20) -> list[JobInfo]:
+        kwargs: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
+        if status:
+            kwargs["StatusEquals"] = status
+        if name_contains:
+            kwargs["NameContains"] = name_contains
+        if since:
+            kwargs["CreationTimeAfter"] = since
+        found: list[JobInfo] = []
+        with api_errors("list training jobs"):
+            while len(found) < limit:
+                page = self._sagemaker.list_training_jobs(MaxResults=min(_LIST_PAGE_MAX, limit - len(found)),
+                                                          **kwargs)
+                found += [job_from_description(s, self.region) for s in page.get("TrainingJobSummaries", [])]
+                if not page.get("NextToken"):
+                    break
+                kwargs["NextToken"] = page["NextToken"]
+        epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+        return sorted(found, key=lambda j: j.created or epoch, reverse=True)[:limit]
+
+    def stop(self, name: str) -> JobInfo:
+        info = self.describe(name)
+        if info.done or info.status == "Stopping":
+            return info
+        with api_errors(f"stop training job {name}"):
+            self._sagemaker.stop_training_job(TrainingJobName=name)
+        return self.describe(name)
+
+    def logs(self, name: str, *, follow: bool = False) -> Iterator[LogEvent]:
+        """Every host's log events merged by time; with `follow`, until the job has ended."""
+        interval = poll_interval(LOGS_POLL_DEFAULT)
+        running = not self.describe(name).done  # also: a wrong name fails here, not with empty output
+        if self._logs_client is None:
+            self._logs_client = self._session.client("logs")
+        tail = _LogTail(self._logs_client, name)
+        ended = not (follow and running)
+        while True:
+            with api_errors(f"read the logs of {name}"):
+                events = tail.poll(final=ended)
+            yield from events
+            if ended:
+                return
+            self._sleep(interval)
+            # Status first, then events: the next poll reads all that was written before the end.
+            ended = self.describe(name).done

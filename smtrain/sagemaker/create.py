@@ -1,0 +1,102 @@
+"""CreateTrainingJob sent so that one submission never makes two jobs.
+
+botocore's retries would resend CreateTrainingJob after a read timeout or a 5xx, when the first
+request may well have created the job. So the client that sends it has botocore's retries off, and
+this module retries by itself:
+
+* throttling (the request was refused, nothing was created): back off and send again;
+* an ambiguous failure (read timeout, dropped connection, 5xx): ask DescribeTrainingJob first; if
+  the job exists it is ours (the caller checked that the name was free before uploading), else
+  send again; ResourceInUse after an ambiguous attempt also means our first request got through;
+* anything else: raise, for :func:`smtrain.sagemaker.aws.api_errors` to explain.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.sagemaker.aws import THROTTLING_CODES, error_code, http_status, is_not_found
+
+MAX_THROTTLED_ATTEMPTS = 8
+MAX_AMBIGUOUS_ATTEMPTS = 3
+_BASE_DELAY = 0.5
+_MAX_DELAY = 20.0
+
+
+@dataclass(frozen=True)
+class CreateOutcome:
+    arn: str | None
+    attempts: int
+    confirmed_by_describe: bool  # an attempt's answer was lost; DescribeTrainingJob showed the job
+
+
+def _backoff(attempt: int) -> float:
+    # Full jitter, as botocore's standard mode does.
+    return random.uniform(0, min(_MAX_DELAY, _BASE_DELAY * 2 ** (attempt - 1)))
+
+
+def _ambiguous(exc: BaseException) -> bool:
+    """Whether the request may have reached SageMaker and created the job."""
+    from botocore import exceptions as bx
+
+    if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError)):
+        return False  # never connected: nothing was sent
+    if isinstance(exc, (bx.ReadTimeoutError, bx.ConnectionClosedError, bx.HTTPClientError, bx.ConnectionError)):
+        return True
+    status = http_status(exc)
+    return isinstance(exc, bx.ClientError) and status is not None and status >= 500
+
+
+def job_arn(describe_client: Any, name: str) -> str | None:
+    """The ARN of training job `name`, None if SageMaker does not know it."""
+    try:
+        return describe_client.describe_training_job(TrainingJobName=name)["TrainingJobArn"]
+    except Exception as exc:
+        if is_not_found(exc):
+            return None
+        raise
+
+
+def create_training_job(create_client: Any, describe_client: Any, request: dict[str, Any], *,
+                        sleep: Callable[[float], None] = time.sleep) -> CreateOutcome:
+    """Send CreateTrainingJob `request`; at most one job results, whatever the network does.
+
+    `create_client` must have botocore's retries switched off (total_max_attempts=1).
+    """
+    name = request["TrainingJobName"]
+    throttled = ambiguous = 0
+    while True:
+        try:
+            response = create_client.create_training_job(**request)
+            return CreateOutcome(response.get("TrainingJobArn"), throttled + ambiguous + 1, False)
+        except Exception as exc:
+            code = error_code(exc)
+            if code in THROTTLING_CODES and throttled + 1 < MAX_THROTTLED_ATTEMPTS:
+                throttled += 1
+                sleep(_backoff(throttled))
+                continue
+            if code == "ResourceInUse" and ambiguous:
+                # An earlier attempt whose answer was lost created it.
+                arn = job_arn(describe_client, name)
+                return CreateOutcome(arn, throttled + ambiguous + 1, True)
+            if not _ambiguous(exc):
+                raise
+            ambiguous += 1
+            try:
+                arn = job_arn(describe_client, name)
+            except Exception:
+                raise UserError(
+                    f"CreateTrainingJob for {name} failed ambiguously ({type(exc).__name__}) and the job could "
+                    f"not be looked up: run `smtrain status {name}` before submitting again", exit_codes.API,
+                ) from exc
+            if arn is not None:
+                return CreateOutcome(arn, throttled + ambiguous, True)
+            if ambiguous >= MAX_AMBIGUOUS_ATTEMPTS:
+                raise
+            sleep(_backoff(ambiguous))

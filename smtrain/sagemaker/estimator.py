@@ -1,0 +1,529 @@
+"""The SageMaker backend: build the SDK's TensorFlow estimator; render its request or send it.
+
+One function, :func:`build_estimator`, configures the SageMaker Python SDK (v2) estimator for both
+a dry run and a real submission, and one, :func:`start_training`, calls its ``fit()``; only the
+:class:`sagemaker.Session` differs. Both sessions take the finished CreateTrainingJob request at
+the SDK's own ``Session._intercept_create_request`` seam (the one ``PipelineSession`` uses): the
+dry-run session keeps it, the real one sends it so that it never makes two jobs
+(``sagemaker_create``). So the dry run goes through exactly the code a real submit runs.
+Following jobs (describe, list, logs, stop) is in ``sagemaker_jobs``.
+
+Importing this module is cheap: ``sagemaker``, ``boto3`` and ``botocore`` are imported inside
+functions only, because ``smtrain validate``/``plan`` must not pay the SDK's ~2.5 s import. The
+TensorFlow version helpers read the SDK's image table as a plain JSON file for the same reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from smtrain.plan.tf_versions import default_py_version, tf_py_versions
+
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
+    import boto3
+    import sagemaker
+    from sagemaker.inputs import TrainingInput
+    from sagemaker.tensorflow import TensorFlow
+
+__all__ = [
+    "EstimatorSpec",
+    "build_estimator",
+    "make_session",
+    "render_request",
+    "start_training",
+    "training_inputs",
+    "validate_job_name",
+]
+
+# The bundled entry point inside smtrain's own source bundle.
+DEFAULT_ENTRY_POINT = "smtrain_entry.py"
+
+# CreateTrainingJob's own rule for TrainingJobName (botocore checks only its length).
+_JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+_INPUT_MODES = ("File", "FastFile", "Pipe")
+_INPUT_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
+_INPUT_KEYS = frozenset({"uri", "mode", "distribution"})
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """Everything the SageMaker estimator needs, as plain data (no SDK types)."""
+
+    region: str
+    role: str
+    entry_point: str
+    source_dir: str  # s3://.../sourcedir.tar.gz
+    instance_type: str
+    instance_count: int
+    framework_version: str | None  # e.g. "2.19"
+    py_version: str | None  # e.g. "py312"
+    image_uri: str | None
+    distribution: dict | None  # the SDK's distribution dict
+    hyperparameters: dict[str, object]  # user-visible ones (the SDK adds sagemaker_* ones)
+    output_path: str  # s3://bucket/prefix
+    code_location: str  # s3://bucket/prefix (where code would go)
+    volume_size_gb: int
+    max_run: int  # seconds
+    use_spot: bool
+    max_wait: int | None
+    checkpoint_s3_uri: str | None
+    checkpoint_local_path: str | None
+    keep_alive_seconds: int | None
+    subnets: tuple[str, ...]
+    security_group_ids: tuple[str, ...]
+    network_isolation: bool
+    encrypt_inter_container_traffic: bool
+    environment: dict[str, str]
+    tags: dict[str, str]
+    metric_definitions: tuple[dict, ...]
+    # channel -> {"uri": "s3://...", "mode": "File"|"FastFile"|"Pipe"|None,
+    #             "distribution"?: "FullyReplicated"|"ShardedByS3Key"}
+    inputs: dict[str, dict]
+    container_log_level: int | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# TensorFlow versions known to the installed SDK (no sagemaker import)
+# --------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------
+# Importing the SDK quietly and without side trips to the network
+# --------------------------------------------------------------------------------------------
+
+_sdk_lock = threading.Lock()
+_sdk_ready = False
+
+
+def _no_telemetry(*_args: object, **_kwargs: object) -> None:
+    """Stand-in for the SDK's telemetry sender: smtrain sends no usage beacons."""
+    return None
+
+
+def _import_sdk() -> None:
+    """Import ``sagemaker`` once, quietly, with its telemetry beacon switched off."""
+    global _sdk_ready
+    if _sdk_ready:
+        return
+    with _sdk_lock:
+        if _sdk_ready:
+            return
+        os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+        # The SDK's config logger defaults itself to INFO on a stdout handler (only when its level
+        # is unset, see sagemaker/config/config_utils.py) and the import builds a JumpStart
+        # session that logs "Not applying SDK defaults ..." lines: they would pollute --output json.
+        logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
+        # That import-time session also resolves credentials; off EC2 the IMDS probe costs about
+        # a second. Disable IMDS for the import only: a real submit on EC2 may need it afterwards.
+        added_imds_flag = "AWS_EC2_METADATA_DISABLED" not in os.environ
+        root = logging.getLogger()
+        root_handlers, root_level = list(root.handlers), root.level
+        excepthook = sys.excepthook
+        if added_imds_flag:
+            os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+        try:
+            import sagemaker  # noqa: F401
+
+            # fit() imports this lazily; import it here so its side effect is undone below.
+            import sagemaker.experiments._run_context  # noqa: F401
+            import sagemaker.inputs  # noqa: F401
+            import sagemaker.tensorflow  # noqa: F401
+            import sagemaker.utils as sm_utils
+            from sagemaker.telemetry import telemetry_logging
+        finally:
+            if added_imds_flag:
+                os.environ.pop("AWS_EC2_METADATA_DISABLED", None)
+            # sagemaker/experiments/_metrics.py runs logging.basicConfig(level=INFO) at import,
+            # which would print every SDK INFO line on stderr, and sagemaker_core installs rich's
+            # traceback hook: the host process keeps its own logging and excepthook.
+            root.handlers[:] = root_handlers
+            root.setLevel(root_level)
+            sys.excepthook = excepthook
+        # fit() is wrapped by telemetry_logging._telemetry_emitter, which after the call runs
+        # _send_telemetry_request: STS GetCallerIdentity plus requests.get() with no timeout.
+        # The wrapper looks the sender up as a module global, so replacing it here disables the
+        # beacon for every decorated SDK call. Opting out through sagemaker_config instead makes
+        # each config look-up re-validate a JSON schema (seconds per render).
+        telemetry_logging._send_telemetry_request = _no_telemetry
+        # image_uris.retrieve() asks utils._botocore_resolver() for the ECR domain, and that
+        # parses botocore's endpoints.json afresh on every call (~0.2 s). The data is static for
+        # the life of the process, so keep the first resolver.
+        sm_utils._botocore_resolver = functools.lru_cache(maxsize=1)(sm_utils._botocore_resolver)
+        _sdk_ready = True
+
+
+def _no_sdk_defaults(*_args: object, **_kwargs: object) -> dict:
+    return {}
+
+
+_initialize_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _session_classes() -> tuple[type, type]:
+    """(session class for real submits, session class for dry runs), defined after import."""
+    _import_sdk()
+    import sagemaker
+    import sagemaker.session as sm_session
+
+    class SmtrainSession(sagemaker.Session):
+        """A normal SDK session that ignores the SDK's "defaults" config files.
+
+        The job spec is smtrain's only source of settings: a config.yaml under /etc/xdg or
+        ~/.config (or named by SAGEMAKER_*_CONFIG_OVERRIDE, possibly on S3) would add tags, VPC,
+        KMS keys or environment that the spec and the dry run never showed, and would make the
+        request depend on the machine. Session._initialize loads those files whenever it is given
+        an empty config, so the loader is swapped out for the duration of the call.
+        """
+
+        # Set by make_session for real submits: a SageMaker client with botocore's retries off.
+        create_client: Any = None
+
+        def _initialize(self, *args: Any, **kwargs: Any) -> None:
+            self.sent: list[dict] = []
+            self.created: Any = None  # sagemaker_create.CreateOutcome once sent
+            with _initialize_lock:
+                original = sm_session.load_sagemaker_config
+                sm_session.load_sagemaker_config = _no_sdk_defaults
+                try:
+                    super()._initialize(*args, **kwargs)
+                finally:
+                    sm_session.load_sagemaker_config = original
+
+        def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> Any:
+            # The SDK's own `create` would send CreateTrainingJob through a client that retries
+            # blindly (and log an error line of its own on failure): send it the safe way instead.
+            if func_name != "train" or self.create_client is None:
+                return create(request)
+            from smtrain.sagemaker.create import create_training_job
+
+            self.sent.append(copy.deepcopy(request))
+            self.created = create_training_job(self.create_client, self.sagemaker_client, request)
+            return None
+
+    class DryRunSession(SmtrainSession):
+        """Captures CreateTrainingJob instead of sending it.
+
+        Session.train() builds the request, then hands it and a `create` callback to
+        _intercept_create_request; not calling `create` is the whole dry run.
+        """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.captured: list[tuple[str | None, dict]] = []
+            super().__init__(*args, **kwargs)
+
+        def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> None:
+            # A copy: the SDK keeps references to parts of the request in the estimator.
+            self.captured.append((func_name, copy.deepcopy(request)))
+            return None
+
+        # fit(wait=False) never waits; these guard the paths that force a wait anyway.
+        def wait_for_job(self, job: str, poll: int = 5) -> dict:
+            raise RuntimeError(f"dry run: training job {job!r} was never created")
+
+        def logs_for_job(self, job_name: str, *args: Any, **kwargs: Any) -> None:
+            raise RuntimeError(f"dry run: training job {job_name!r} was never created")
+
+    return SmtrainSession, DryRunSession
+
+
+def _refuse_to_send(request: Any = None, **kwargs: Any) -> None:
+    """botocore before-send handler of the dry-run session: a dry run never reaches AWS."""
+    event = kwargs.get("event_name", "an AWS request")
+    url = getattr(request, "url", "")
+    raise RuntimeError(f"dry run: refusing to send {event} {url}".rstrip())
+
+
+@functools.cache
+def _offline_boto_session(region: str) -> boto3.Session:
+    """A boto3 session that has no credentials and cannot send anything (one per region).
+
+    An empty credential resolver means no provider chain runs (no IMDS probe, no SSO refresh,
+    no credential_process); the before-send handler stops any request that still gets built.
+    Kept for the process: its loader caches endpoints and service models, which otherwise cost
+    about a second per render to parse again. (A botocore session cannot be shared by two boto3
+    sessions: boto3 would register its S3 injections twice.)
+    """
+    import boto3
+    import botocore.session
+    from botocore.credentials import CredentialResolver
+
+    core = botocore.session.Session()
+    core.register_component("credential_provider", CredentialResolver(providers=[]))
+    core.register("before-send", _refuse_to_send)
+    return boto3.Session(botocore_session=core, region_name=region)
+
+
+def make_session(region: str, *, dry_run: bool, boto_session: boto3.Session | None = None) -> sagemaker.Session:
+    """A SageMaker session for `region`.
+
+    dry_run=True: the session records CreateTrainingJob in ``session.captured`` and sends nothing;
+    without `boto_session` it also has no credentials and refuses any AWS request.
+    dry_run=False: an ordinary session (the default AWS credential chain unless `boto_session`),
+    whose clients retry throttling (botocore standard mode) and time out (see backends.aws);
+    CreateTrainingJob goes out through ``sagemaker_create``, which never makes two jobs.
+    Both ignore the SDK's "defaults" config files (see SmtrainSession).
+    """
+    real_cls, dry_cls = _session_classes()
+    if boto_session is None:
+        if dry_run:
+            boto_session = _offline_boto_session(region)
+        else:
+            from smtrain.sagemaker.aws import boto_session as configured_session
+
+            boto_session = configured_session(region)
+    elif boto_session.region_name != region:
+        raise ValueError(f"boto session is for region {boto_session.region_name!r}, the job is for {region!r}")
+    if dry_run:
+        return dry_cls(boto_session=boto_session)
+    from smtrain.sagemaker.aws import client_config
+
+    session = real_cls(boto_session=boto_session)
+    session.create_client = boto_session.client("sagemaker", config=client_config(max_attempts=1))
+    return session
+
+
+# --------------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------------
+
+
+def _check_spec(spec: EstimatorSpec) -> None:
+    """Reject settings the SDK would silently drop, overwrite, or send for AWS to refuse."""
+    if not spec.source_dir.startswith("s3://") or not spec.source_dir.endswith(".tar.gz"):
+        # A local directory would make the SDK tar and upload it itself (and name the key after
+        # the job); smtrain uploads its own content-addressed bundle first.
+        raise ValueError(f"source_dir must be the s3:// URI of a .tar.gz, got {spec.source_dir!r}")
+    for name in ("output_path", "code_location"):
+        # Without them the SDK calls default_bucket(): STS plus S3 CreateBucket.
+        if not str(getattr(spec, name)).startswith("s3://"):
+            raise ValueError(f"{name} must be an s3:// URI, got {getattr(spec, name)!r}")
+    if not (spec.role.startswith("arn:") and ":role/" in spec.role):
+        # Session.expand_role passes anything containing "/" through and sends the rest to
+        # IAM GetRole.
+        raise ValueError(f"role must be a full IAM role ARN, got {spec.role!r}")
+    reserved = sorted(k for k in spec.hyperparameters if k.startswith("sagemaker_") or k == "model_dir")
+    if reserved:
+        raise ValueError(f"hyperparameters {reserved} are reserved: the SageMaker SDK sets them")
+    if bool(spec.subnets) != bool(spec.security_group_ids):
+        # The SDK drops a VPC config that has only one half, and the job would run outside it.
+        raise ValueError("a VPC needs both subnets and security_group_ids")
+    if spec.use_spot:
+        if spec.max_wait is None:
+            raise ValueError("spot training needs max_wait (seconds)")
+        if spec.max_wait < spec.max_run:
+            raise ValueError(f"max_wait ({spec.max_wait}s) must be at least max_run ({spec.max_run}s)")
+    elif spec.max_wait is not None:
+        raise ValueError("max_wait applies to spot training only (use_spot is false)")
+    for channel, cfg in spec.inputs.items():
+        unknown = sorted(set(cfg) - _INPUT_KEYS)
+        if unknown:
+            raise ValueError(f"input channel {channel!r}: unknown keys {unknown}")
+        if not str(cfg.get("uri", "")).startswith("s3://"):
+            raise ValueError(f"input channel {channel!r}: uri must be an s3:// URI")
+        if cfg.get("mode") not in (None, *_INPUT_MODES):
+            raise ValueError(f"input channel {channel!r}: mode must be one of {_INPUT_MODES}")
+        if cfg.get("distribution") not in (None, *_INPUT_DISTRIBUTIONS):
+            raise ValueError(f"input channel {channel!r}: distribution must be one of {_INPUT_DISTRIBUTIONS}")
+    if spec.distribution and "multi_worker_mirrored_strategy" in spec.distribution:
+        if spec.framework_version is None:
+            # The SDK compares framework_version with 2.9 and crashes on None.
+            raise ValueError("multi_worker_mirrored_strategy needs framework_version (>= 2.9)")
+
+
+def _resolve_py_version(spec: EstimatorSpec) -> str | None:
+    """The py_version to give the SDK; raises ValueError where it could not find an image."""
+    if spec.image_uri:
+        return spec.py_version
+    versions = tf_py_versions()
+    if spec.framework_version is None:
+        raise ValueError("framework_version is required unless image_uri is given")
+    if spec.framework_version not in versions:
+        newest = [v for v in versions if v.count(".") == 1][-5:]
+        raise ValueError(
+            f"TensorFlow {spec.framework_version} has no training image in the installed SageMaker "
+            f"SDK (newest known: {', '.join(newest)}). Use a known version, or give image_uri "
+            f"(a TensorFlow training image, e.g. a newer AWS Deep Learning Container) together "
+            f"with framework_version."
+        )
+    known_py = versions[spec.framework_version]
+    if spec.py_version is None:
+        return default_py_version(spec.framework_version)
+    if spec.py_version not in known_py:
+        raise ValueError(
+            f"TensorFlow {spec.framework_version} training images exist for {', '.join(known_py)}, not {spec.py_version}"
+        )
+    return spec.py_version
+
+
+def training_inputs(spec: EstimatorSpec) -> dict[str, TrainingInput] | None:
+    """The spec's channels as SDK TrainingInputs (None when there are none), for ``fit()``."""
+    _import_sdk()
+    from sagemaker.inputs import TrainingInput
+
+    if not spec.inputs:
+        return None
+    return {
+        channel: TrainingInput(
+            s3_data=cfg["uri"],
+            input_mode=cfg.get("mode"),
+            distribution=cfg.get("distribution"),  # None -> the SDK's FullyReplicated
+        )
+        for channel, cfg in spec.inputs.items()
+    }
+
+
+def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFlow:
+    """The SDK TensorFlow estimator for `spec`, bound to `session` (dry-run or real).
+
+    Raises ValueError for settings the SDK rejects, with the reason.
+    """
+    _check_spec(spec)
+    py_version = _resolve_py_version(spec)
+    _import_sdk()
+    from sagemaker.tensorflow import TensorFlow
+
+    kwargs: dict[str, Any] = {
+        "entry_point": spec.entry_point,
+        # An s3:// source_dir: fw_utils.tar_and_upload_dir returns it as the submit directory
+        # and uploads nothing.
+        "source_dir": spec.source_dir,
+        "role": spec.role,
+        "instance_type": spec.instance_type,
+        "instance_count": spec.instance_count,
+        "framework_version": spec.framework_version,
+        "py_version": py_version,
+        "image_uri": spec.image_uri,
+        "distribution": copy.deepcopy(spec.distribution) if spec.distribution else None,
+        # The SDK keeps this dict and adds sagemaker_* keys to it: never hand it the spec's own.
+        "hyperparameters": dict(spec.hyperparameters),
+        "output_path": spec.output_path,
+        "code_location": spec.code_location,
+        "volume_size": spec.volume_size_gb,
+        "max_run": spec.max_run,
+        "use_spot_instances": spec.use_spot,
+        "max_wait": spec.max_wait if spec.use_spot else None,
+        "subnets": list(spec.subnets) or None,
+        "security_group_ids": list(spec.security_group_ids) or None,
+        "enable_network_isolation": spec.network_isolation,
+        "encrypt_inter_container_traffic": spec.encrypt_inter_container_traffic,
+        "environment": dict(spec.environment) or None,
+        "tags": [{"Key": k, "Value": str(v)} for k, v in spec.tags.items()] or None,
+        "metric_definitions": [dict(m) for m in spec.metric_definitions] or None,
+        # No Debugger hook and no profiler. Left on, the SDK adds DebugHookConfig (the container's
+        # smdebug hook saves tensors under output_path) and a ProfilerConfig that collects system
+        # metrics to S3: extra writes and an extra hook in a training loop smtrain instruments
+        # itself. With them off the request carries only ProfilerConfig {"DisableProfiler": true}.
+        "debugger_hook_config": False,
+        "disable_profiler": True,
+        "sagemaker_session": session,
+    }
+    if spec.checkpoint_s3_uri:
+        kwargs["checkpoint_s3_uri"] = spec.checkpoint_s3_uri
+        # LocalPath only makes sense with an S3 URI (the SDK drops it otherwise); left out, the
+        # container uses /opt/ml/checkpoints.
+        if spec.checkpoint_local_path:
+            kwargs["checkpoint_local_path"] = spec.checkpoint_local_path
+    if spec.keep_alive_seconds and spec.keep_alive_seconds > 0:
+        kwargs["keep_alive_period_in_seconds"] = spec.keep_alive_seconds
+    if spec.container_log_level is not None:
+        kwargs["container_log_level"] = spec.container_log_level
+
+    try:
+        with _default_boto_session(session.boto_session):
+            estimator = TensorFlow(**kwargs)
+        # Resolve the image now (offline, from the SDK's table) so a bad version, region or
+        # instance type fails here rather than halfway through fit().
+        estimator.training_image_uri()
+    except ValueError as exc:
+        raise ValueError(f"SageMaker SDK rejected the estimator: {exc}") from exc
+    return estimator
+
+
+# --------------------------------------------------------------------------------------------
+# Dry run
+# --------------------------------------------------------------------------------------------
+
+
+_default_session_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _default_boto_session(boto_session: boto3.Session) -> Iterator[None]:
+    """Make `boto_session` boto3's default session for the duration of the block.
+
+    EstimatorBase.__init__ builds a TensorBoardApp whose constructor calls boto3.client(), i.e.
+    boto3's default session: that resolves credentials through the full default chain (IMDS
+    probe, SSO, credential_process) even for a dry run. Pointing the default at the estimator's
+    own session keeps one set of credentials, and none at all in a dry run.
+    """
+    import boto3
+
+    with _default_session_lock:
+        saved = boto3.DEFAULT_SESSION
+        boto3.DEFAULT_SESSION = boto_session
+        try:
+            yield
+        finally:
+            boto3.DEFAULT_SESSION = saved
+
+
+@contextlib.contextmanager
+def _env_var_hidden(name: str) -> Iterator[None]:
+    saved = os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[name] = saved
+
+
+def validate_job_name(job_name: str) -> None:
+    """Raise ValueError unless `job_name` is a valid SageMaker training job name."""
+    if not _JOB_NAME_RE.match(job_name):
+        raise ValueError(
+            f"invalid training job name {job_name!r}: 1-63 letters, digits and hyphens, "
+            "starting and ending with a letter or digit"
+        )
+
+
+def render_request(spec: EstimatorSpec, job_name: str) -> dict:
+    """The exact keyword arguments the SDK would pass to CreateTrainingJob, computed offline.
+
+    Runs the same estimator.fit() as a real submit against a session that captures the request
+    instead of sending it. Needs no credentials and opens no connection.
+    """
+    validate_job_name(job_name)
+    session = make_session(spec.region, dry_run=True)
+    start_training(build_estimator(spec, session), spec, job_name)
+    requests = [req for name, req in session.captured if name == "train"]
+    if len(requests) != 1:
+        raise RuntimeError(f"expected one CreateTrainingJob request, captured {len(requests)}")
+    return requests[0]
+
+
+def start_training(estimator: TensorFlow, spec: EstimatorSpec, job_name: str) -> None:
+    """``estimator.fit()`` without waiting: the one call a dry run and a real submit share.
+
+    With a real session this sends CreateTrainingJob (see SmtrainSession); the request sent is in
+    ``session.sent`` and the outcome in ``session.created``.
+    """
+    validate_job_name(job_name)
+    # With MLFLOW_TRACKING_URI set and network isolation on, fit() forces wait=True and then
+    # contacts MLflow; smtrain follows jobs itself.
+    with _env_var_hidden("MLFLOW_TRACKING_URI"):
+        try:
+            estimator.fit(training_inputs(spec), wait=False, logs=False, job_name=job_name)
+        except ValueError as exc:
+            raise ValueError(f"SageMaker SDK rejected the job: {exc}") from exc

@@ -1,0 +1,333 @@
+"""The local backend with a stand-in entry point (no TensorFlow): bundle, layout, supervision, records.
+
+Each test runs real processes, ended with SIGKILL; none is left behind (checked).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from smtrain import exit_codes
+from smtrain.bundle.request import make_request
+from smtrain.errors import UserError
+from smtrain.jobs import JobInfo
+from smtrain.local.backend import LocalBackend, local_request
+from smtrain.local.records import STOP_FILE
+from smtrain.local.request import render_local
+from smtrain.sagemaker.submit import estimator_spec
+from tests.local.support import Background, alive, kill_all, make_plan
+from tests.support import ROOT
+
+FAST_GRACE = 1.0
+
+
+def run_job(tmp_path: Path, changes: dict | None = None, *, name: str = "local-test-1", grace: float = FAST_GRACE,
+            **kwargs: object) -> tuple[LocalBackend, JobInfo, str]:
+    plan = make_plan(tmp_path, changes)
+    backend = LocalBackend(tmp_path / "home")
+    stream = io.StringIO()
+    job = backend.run(local_request(plan, name), stream=stream, grace=grace, **kwargs)
+    return backend, job, stream.getvalue()
+
+
+def pids_of(backend: LocalBackend, name: str) -> list[int]:
+    return [p["pid"] for p in backend.store.read(name)["processes"]]
+
+
+def env_dumps(backend: LocalBackend, name: str, host: str) -> list[dict]:
+    data = backend.store.job_dir(name) / "hosts" / host / "output" / "data"
+    return [json.loads(p.read_text()) for p in sorted(data.glob("env-*.json"))]
+
+
+def test_same_bundle_and_code_location_as_a_real_submission(tmp_path: Path) -> None:
+    s3_plan = make_plan(tmp_path / "a", {"output": "s3://my-bucket/out"})
+    real = make_request(s3_plan, "job-1")
+    local = local_request(s3_plan, "job-1")
+    assert local.bundle.sha256 == real.bundle.sha256 and local.bundle.data == real.bundle.data
+    assert local.source_uri == real.source_uri
+    here = local_request(make_plan(tmp_path / "a"), "job-1")  # same code, output a local directory
+    assert here.bundle.sha256 == real.bundle.sha256
+    assert here.source_uri == str(tmp_path / "a" / "out" / "source" / real.bundle.sha256 / "sourcedir.tar.gz")
+
+
+def test_rendered_request_is_the_sdk_request_with_local_places(tmp_path: Path) -> None:
+    from smtrain.sagemaker.estimator import render_request
+
+    changes = {"compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"},
+               "inputs": {"train": "data/train"}, "hyperparameters": {"mode": "ok"}}
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    local = render_local(local_request(make_plan(tmp_path, changes), "job-1"))
+    twin = make_plan(tmp_path, {**changes, "output": "s3://bkt/out", "inputs": {"train": "s3://bkt/train"}})
+    real = render_request(estimator_spec(make_request(twin, "job-1")), "job-1")
+    hps, real_hps = dict(local["HyperParameters"]), dict(real["HyperParameters"])
+    assert json.loads(hps.pop("sagemaker_submit_directory")).startswith(str(tmp_path / "out" / "source"))
+    assert json.loads(hps.pop("model_dir")) == str(tmp_path / "out" / "job-1" / "model")
+    assert real_hps.pop("sagemaker_submit_directory").startswith('"s3://bkt/out/source/')
+    assert real_hps.pop("model_dir") == '"s3://bkt/out/job-1/model"'
+    assert hps == real_hps and list(hps) == list(real_hps)  # same values, same order
+    assert local["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == "data/train"
+    assert local["StoppingCondition"] == real["StoppingCondition"]
+
+
+def test_two_hosts_layout_config_files_environment_and_artifacts(tmp_path: Path) -> None:
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    (tmp_path / "data" / "train" / "part-0.npz").write_bytes(b"x")
+    backend, job, text = run_job(tmp_path, {
+        "compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"},
+        "inputs": {"train": "data/train"}, "environment": {"MY_SETTING": "on"}}, cpu_replicas=3)
+    assert job.status == "Completed", text
+    assert job.backend == "local" and job.instance_count == 2 and job.instance_type == "ml.g5.xlarge"
+    job_dir = backend.store.job_dir(job.name)
+    tf_configs = []
+    for index, host in enumerate(["algo-1", "algo-2"]):
+        base = job_dir / "hosts" / host
+        for sub in ("input/config", "input/data/train", "model", "output/data", "checkpoints", "code"):
+            assert (base / sub).is_dir(), sub
+        assert (base / "code" / "smtrain_entry.py").is_file() and (base / "code" / "standin.py").is_file()
+        config = base / "input" / "config"
+        hps = json.loads((config / "hyperparameters.json").read_text())
+        assert all(isinstance(v, str) for v in hps.values())  # JSON-encoded, as SageMaker writes them
+        assert hps["sagemaker_multi_worker_mirrored_strategy_enabled"] == "true"
+        assert hps["sagemaker_program"] == '"standin.py"' and hps["cpu_replicas"] == "3"
+        resources = json.loads((config / "resourceconfig.json").read_text())
+        assert resources["current_host"] == host and resources["hosts"] == ["algo-1", "algo-2"]
+        assert resources["current_instance_type"] == "ml.g5.xlarge" and resources["network_interface_name"] == "lo"
+        assert json.loads((config / "inputdataconfig.json").read_text()) == {
+            "train": {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated", "RecordWrapperType": "None"}}
+        assert (base / "input" / "data" / "train" / "part-0.npz").read_bytes() == b"x"
+        [dump] = env_dumps(backend, job.name, host)
+        env = dump["env"]
+        assert env["SM_CURRENT_HOST"] == host and env["SM_NUM_GPUS"] == "0" and env["MY_SETTING"] == "on"
+        assert env["SM_MODEL_DIR"] == str(base / "model") and env["SAGEMAKER_BASE_DIR"] == str(base)
+        assert env["SM_CHANNEL_TRAIN"] == str(base / "input" / "data" / "train")
+        assert json.loads(env["SM_HPS"])["cpu_replicas"] == 3
+        assert dump["cwd"] == str(base / "code")
+        assert dump["argv"][dump["argv"].index("--cpu_replicas") + 1] == "3"
+        tf = json.loads(env["TF_CONFIG"])
+        assert tf["task"] == {"type": "worker", "index": index}
+        tf_configs.append(tf)
+    workers = tf_configs[0]["cluster"]["worker"]
+    assert tf_configs[1]["cluster"] == tf_configs[0]["cluster"] and len(set(workers)) == 2
+    assert all(w.startswith("127.0.0.1:") for w in workers)
+    assert "[algo-1] standin on algo-1 task=worker:0" in text and "[algo-2] algo-2 done" in text
+    with tarfile.open(job.model_artifacts) as tar:
+        assert sorted(tar.getnames()) == ["algo-1.txt", "algo-2.txt"]
+    output = Path(job.extra["output_artifacts"])
+    assert output == tmp_path / "out" / job.name / "output" / "output.tar.gz"
+    assert Path(job.model_artifacts) == output.with_name("model.tar.gz")
+    with tarfile.open(output) as tar:
+        assert len([n for n in tar.getnames() if n.startswith("env-")]) == 2
+    assert not any(alive(pid) for pid in pids_of(backend, job.name))
+
+
+def test_status_list_and_logs_have_the_sagemaker_backends_keys(tmp_path: Path) -> None:
+    backend, job, _ = run_job(tmp_path, {"compute": {"nodes": 2}})
+    assert backend.has(job.name) and not backend.has("another")
+    info = backend.describe(job.name)
+    assert set(info.to_dict()) == set(JobInfo(name="x", backend="sagemaker", status="Completed").to_dict())
+    assert info.to_dict()["status"] == "Completed" and info.created and info.started and info.ended
+    assert info.logs_url and info.logs_url.startswith("file://")
+    assert [j.name for j in backend.list(limit=5)] == [job.name]
+    assert backend.list(status="Failed") == [] and backend.list(name_contains="nothing") == []
+    events = list(backend.logs(job.name, follow=False))
+    assert {e.host for e in events} == {"algo-1", "algo-2"}
+    assert [e.timestamp for e in events] == sorted(e.timestamp for e in events)
+    assert {"host", "timestamp", "message"} == set(events[0].to_dict())
+    assert any(e.message == "algo-2 done" for e in events)
+    assert list(backend.logs(job.name, follow=True))[-1].timestamp == events[-1].timestamp
+    assert backend.stop(job.name).status == "Completed"  # nothing to stop
+    with pytest.raises(UserError) as err:
+        backend.describe("no-such-job")
+    assert err.value.code == exit_codes.USAGE
+
+
+def test_a_failing_host_ends_the_group_quickly_with_its_reason(tmp_path: Path) -> None:
+    backend, job, text = run_job(tmp_path, {
+        "compute": {"nodes": 3}, "distribution": {"strategy": "multi_worker_mirrored"},
+        "hyperparameters": {"fail_host": "algo-2", "reason": "unknown model 'mpl'"}})
+    assert job.status == "Failed" and job.secondary_status == "Failed"
+    assert job.failure_reason.startswith("AlgorithmError: unknown model 'mpl'")
+    assert job.extra["failed_host"] == "algo-2" and job.extra["exit_code"] == 3
+    assert "algo-2 failed (exit code 3): ending the other processes" in text
+    assert not any(alive(pid) for pid in pids_of(backend, job.name))  # the SIGTERM-ignoring peers too
+    assert Path(job.model_artifacts).is_file()  # SageMaker uploads what there is, failed or not
+
+
+def test_a_host_that_dies_without_a_failure_file_gets_the_toolkits_reason(tmp_path: Path) -> None:
+    backend, job, _ = run_job(tmp_path, {"compute": {"nodes": 2}, "hyperparameters": {"fail_host": "algo-1"}})
+    assert job.status == "Failed"
+    assert job.failure_reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 3\nErrorMessage ")
+    assert "algo-1 failing" in job.failure_reason  # the host's last lines
+    failure = backend.store.job_dir(job.name) / "hosts" / "algo-1" / "output" / "failure"
+    assert failure.read_text().startswith("ExecuteUserScriptError:")  # what the toolkit writes
+
+
+def test_max_run_stops_the_job_as_sagemaker_does(tmp_path: Path) -> None:
+    began = time.monotonic()
+    backend, job, text = run_job(tmp_path, {"compute": {"nodes": 2, "max_run": 3}, "hyperparameters": {"mode": "hang"}})
+    assert time.monotonic() - began >= 3  # not stopped before max_run
+    assert (job.status, job.secondary_status) == ("Stopped", "MaxRuntimeExceeded")
+    assert "MaxRuntimeInSeconds" in job.failure_reason
+    assert not any(alive(pid) for pid in pids_of(backend, job.name))
+
+
+def test_stop_from_elsewhere_ends_the_job(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "hyperparameters": {"mode": "hang"}})
+    backend = LocalBackend(tmp_path / "home")
+    with Background(backend, "stop-me", lambda stream: backend.run(local_request(plan, "stop-me"), stream=stream,
+                                                                   grace=FAST_GRACE)) as run:
+        deadline = time.monotonic() + 60
+        while not (backend.has("stop-me") and backend.describe("stop-me").secondary_status == "Training"):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert backend.stop("stop-me").status == "Stopping"
+        job = run.join(30)
+    assert (job.status, job.secondary_status) == ("Stopped", "Stopped")
+    assert backend.describe("stop-me").status == "Stopped"
+    assert not any(alive(pid) for pid in pids_of(backend, "stop-me"))
+
+
+def test_logs_follow_a_running_job_until_it_ends(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "hyperparameters": {"ticks": "10"}})
+    backend = LocalBackend(tmp_path / "home")
+    with Background(backend, "follow", lambda stream: backend.run(local_request(plan, "follow"), stream=stream,
+                                                                  grace=FAST_GRACE)) as run:
+        deadline = time.monotonic() + 60
+        while not backend.has("follow"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        events = list(backend.logs("follow", follow=True))
+        assert run.join(30).status == "Completed"
+    messages = [(e.host, e.message) for e in events]
+    for host in ("algo-1", "algo-2"):
+        assert [m for h, m in messages if h == host and "tick" in m] == [f"{host} tick {i}" for i in range(10)]
+        assert (host, f"{host} done") in messages
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_ends_every_process(tmp_path: Path, sig: int) -> None:
+    plan_dir = tmp_path / "p"
+    plan_dir.mkdir()
+    make_plan(plan_dir, {"compute": {"nodes": 2}, "hyperparameters": {"mode": "hang"}})  # writes the spec
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from smtrain.local.backend import LocalBackend, local_request
+        from smtrain.plan.catalog import load_catalog
+        from smtrain.plan.build import build_plan
+        from smtrain.spec.model import load_spec
+        plan = build_plan(load_spec({str(plan_dir / 'job.yaml')!r}), load_catalog(None, None))
+        try:
+            LocalBackend(Path({str(tmp_path / 'home')!r})).run(local_request(plan, "ctrl-c"), stream=sys.stdout,
+                                                              grace=2)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+        sys.exit(3)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    backend = LocalBackend(tmp_path / "home")
+    try:
+        deadline = time.monotonic() + 60
+        while not (backend.has("ctrl-c") and backend.describe("ctrl-c").secondary_status == "Training"
+                   and len(backend.store.read("ctrl-c")["processes"]) == 2):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if backend.has("ctrl-c"):
+            kill_all(pids_of(backend, "ctrl-c"))  # only if the test failed: the run ends them itself
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "interrupted: ending every process" in out, out
+    else:
+        assert proc.returncode == 3 and "smtrain received SIGTERM: ending every process" in out, out
+    assert backend.describe("ctrl-c").status == "Stopped"
+    assert not any(alive(pid) for pid in pids_of(backend, "ctrl-c"))
+
+
+def test_parameter_server_runs_a_server_beside_each_worker(tmp_path: Path) -> None:
+    backend, job, text = run_job(tmp_path, {"compute": {"nodes": 2}, "distribution": {"strategy": "parameter_server"}})
+    assert job.status == "Completed", text
+    names = [p["name"] for p in backend.store.read(job.name)["processes"]]
+    assert names == ["algo-1/ps", "algo-1", "algo-2/ps", "algo-2"]
+    tasks = {}
+    for host in ("algo-1", "algo-2"):
+        for dump in env_dumps(backend, job.name, host):
+            tf = json.loads(dump["env"]["TF_CONFIG"])
+            tasks[(host, tf["task"]["type"])] = tf
+    assert set(tasks) == {("algo-1", "ps"), ("algo-1", "master"), ("algo-2", "ps"), ("algo-2", "worker")}
+    cluster = tasks[("algo-1", "master")]["cluster"]
+    assert all(tf["cluster"] == cluster for tf in tasks.values())
+    assert sorted(cluster) == ["master", "ps", "worker"] and len(cluster["ps"]) == 2
+
+
+def test_a_missing_channel_fails_the_job_before_any_host_starts(tmp_path: Path) -> None:
+    backend, job, _ = run_job(tmp_path, {"inputs": {"train": "file:///nonexistent/smtrain/train"}})
+    assert job.status == "Failed" and job.failure_reason.startswith("ClientError: input channel 'train'")
+    assert backend.store.read(job.name)["processes"] == []
+
+
+def test_pipe_mode_and_a_taken_name_are_refused_before_anything_is_made(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    plan = make_plan(tmp_path, {"inputs": {"train": {"uri": "d", "mode": "Pipe"}}})
+    backend = LocalBackend(tmp_path / "home")
+    with pytest.raises(UserError, match="Pipe mode"):
+        backend.run(local_request(plan, "pipe"))
+    assert not backend.store.job_dir("pipe").exists()
+    backend.store.create("taken")
+    with pytest.raises(UserError, match="already exists"):
+        backend.run(local_request(make_plan(tmp_path), "taken"))
+
+
+def test_horovod_without_mpi4py_is_a_clear_usage_error(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2, "instance_type": "ml.p3.16xlarge"},
+                                "distribution": {"strategy": "horovod", "processes_per_host": 1}})
+    backend = LocalBackend(tmp_path / "home")
+    with pytest.raises(UserError) as err:
+        backend.run(local_request(plan, "hvd"), python=sys.executable)
+    assert err.value.code == exit_codes.USAGE
+    assert "mpi4py" in str(err.value) or "mpirun" in str(err.value)
+    assert not backend.store.job_dir("hvd").exists()
+
+
+def test_a_job_whose_smtrain_process_died_is_reported_failed(tmp_path: Path) -> None:
+    backend, job, _ = run_job(tmp_path)
+    record = backend.store.read(job.name)
+    record.update(status="InProgress", secondary_status="Training", ended=None,
+                  supervisor={"pid": 2**22 + 12345, "start": 1})
+    backend.store.write(job.name, record)
+    info = backend.describe(job.name)
+    assert info.status == "Failed" and "ended before the job did" in info.failure_reason
+    record.update(status="InProgress")
+    backend.store.write(job.name, record)
+    (backend.store.job_dir(job.name) / STOP_FILE).touch()
+    assert backend.stop(job.name).status == "Stopped"
+
+
+def test_real_entrypoint_unknown_model_fails_on_every_host_with_its_message(tmp_path: Path) -> None:
+    # The bundled entrypoint checks the model name before importing TensorFlow: seconds, not minutes.
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"},
+                                "training": {"model": "mpl"}, "inputs": {}}, standin=False)
+    backend = LocalBackend(tmp_path / "home")
+    job = backend.run(local_request(plan, "bad-model"), stream=io.StringIO(), grace=FAST_GRACE)
+    assert job.status == "Failed"
+    assert job.failure_reason.startswith("AlgorithmError: ") and "mpl" in job.failure_reason
+    assert "ExecuteUserScriptError" not in job.failure_reason  # the entrypoint's own output/failure
+    assert os.path.exists(backend.store.job_dir("bad-model") / "hosts" / job.extra["failed_host"] / "output" / "failure")

@@ -1,0 +1,54 @@
+"""`smtrain submit SPEC --local` through a real process, and the lifecycle commands on local jobs.
+
+Assumes the wiring: `submit --local` streams host output on stderr, prints the job (the JSON of
+`status --output json`) on stdout with --output json, and exits with the job's status code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from smtrain.jobs import JobInfo
+from smtrain.local.demo_data import write_digits
+from tests.support.cli_runner import smtrain
+
+JOB_KEYS = set(JobInfo(name="x", backend="local", status="Completed").to_dict())
+
+
+@pytest.fixture
+def local_env(tmp_path: Path) -> dict[str, str]:
+    if "--local" not in smtrain("submit", "--help").stdout:
+        pytest.skip("`smtrain submit --local` is not wired into the CLI yet")
+    write_digits(tmp_path / "digits")
+    return {"SMTRAIN_HOME": str(tmp_path / "home"), "SMTRAIN_DEMO_DATA": str(tmp_path / "digits"),
+            "SMTRAIN_DEMO_OUTPUT": str(tmp_path / "out"), "SMTRAIN_POLL_SECONDS": "0.2"}
+
+
+@pytest.mark.slow
+def test_submit_local_trains_the_demo_spec_and_every_job_command_sees_it(local_env: dict[str, str]) -> None:
+    proc = smtrain("submit", "configs/local-demo.yaml", "--local", "--set", "training.epochs=2", "--output", "json",
+                   env=local_env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    job = json.loads(proc.stdout)
+    assert set(job) == JOB_KEYS and job["status"] == "Completed" and job["backend"] == "local"
+    assert "[algo-1] epoch=2 " in proc.stderr and "[algo-2] " in proc.stderr
+    assert Path(job["model_artifacts"]).is_file()
+    status = smtrain("status", job["name"], "--output", "json", env=local_env)
+    assert status.returncode == 0 and json.loads(status.stdout) == job
+    listed = json.loads(smtrain("list", "--local", "--output", "json", env=local_env).stdout)
+    assert [j["name"] for j in listed["jobs"]] == [job["name"]]
+    logs = smtrain("logs", job["name"], "--output", "json", env=local_env)
+    events = [json.loads(line) for line in logs.stdout.splitlines()]
+    assert {e["host"] for e in events} == {"algo-1", "algo-2"}
+
+
+def test_submit_local_failure_exits_1_with_the_reason(local_env: dict[str, str]) -> None:
+    proc = smtrain("submit", "configs/local-demo.yaml", "--local", "--set", "training.model=mpl", "--output", "json",
+                   env=local_env, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    job = json.loads(proc.stdout)
+    assert job["status"] == "Failed" and job["failure_reason"].startswith("AlgorithmError: ")
+    assert smtrain("status", job["name"], env=local_env).returncode == 1

@@ -1,0 +1,144 @@
+"""A local host gets what SageMaker's TensorFlow container toolkits compute from the same config files.
+
+For several specs, every host's directory is laid out as a local run does it; then, in a fresh
+process per host with SAGEMAKER_BASE_DIR pointing at that directory, the toolkit itself
+(sagemaker-training's Environment, sagemaker-tensorflow-training's TF_CONFIG builders) says what
+it would export. The environment must match exactly, and TF_CONFIG must match except host:port.
+
+Needs the test dependencies sagemaker-training and sagemaker-tensorflow-training (installed with
+--no-deps: their pins would downgrade numpy and protobuf under TensorFlow).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smtrain.local.contract import TF_FRAMEWORK_MODULE
+from smtrain.local.hosts import Hosts, lay_out, write_bundle
+from smtrain.local.launch import host_processes
+from smtrain.local.request import local_request, render_local
+from tests.local.support import make_plan
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("sagemaker_training") is None
+    or importlib.util.find_spec("sagemaker_tensorflow_container") is None,
+    reason="needs the test dependencies sagemaker-training and sagemaker-tensorflow-training")
+
+# Run by the toolkit's own code, in a process of its own: its environment module fixes its paths
+# from SAGEMAKER_BASE_DIR at import.
+TOOLKIT = r"""
+import json, sys, types
+# The TF_CONFIG builders are plain Python; the module imports TensorFlow only to run ps servers.
+sys.modules["tensorflow"] = types.ModuleType("tensorflow")
+from sagemaker_training import environment
+from sagemaker_tensorflow_container import training
+
+env = environment.Environment(hyperparameters=environment.read_hyperparameters())
+hosts, current = env.distribution_hosts, env.current_host
+out = {"env": env.to_env_vars(), "args": env.to_cmd_args(), "mwms": None, "ps": None, "ps_task": None}
+if hosts:
+    out["mwms"] = training._build_tf_config_for_mwms(hosts=hosts, current_host=current)
+    out["ps"] = training._build_tf_config_for_ps(hosts=hosts, current_host=current)
+    if len(hosts) > 1:
+        out["ps_task"] = training._build_tf_config_for_ps(hosts=hosts, current_host=current, ps_task=True)
+json.dump(out, sys.stdout)
+"""
+
+SPECS: dict[str, dict[str, Any]] = {
+    "single-host": {"compute": {"instance_type": "ml.g5.xlarge"},
+                    "hyperparameters": {"mode": "ok", "flag": True, "ratio": 0.25},
+                    "environment": {"MY_SETTING": "1"}},
+    "mwms-2": {"compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"}},
+    "parameter-server-3": {"compute": {"nodes": 3}, "distribution": {"strategy": "parameter_server"}},
+    "horovod-2": {"compute": {"nodes": 2, "instance_type": "ml.p4d.24xlarge"},
+                  "distribution": {"strategy": "horovod", "processes_per_host": 2,
+                                   "mpi_options": "-x HOROVOD_FUSION_THRESHOLD=1"}},
+    "smddp-2": {"tensorflow": {"version": "2.11"}, "compute": {"nodes": 2, "instance_type": "ml.p4d.24xlarge"},
+                "distribution": {"strategy": "smddp"}},
+}
+
+
+def laid_out(tmp_path: Path, changes: dict[str, Any]) -> tuple[Any, Hosts]:
+    for name in ("train", "validation"):
+        (tmp_path / "data" / name).mkdir(parents=True, exist_ok=True)
+    plan = make_plan(tmp_path, {**changes, "inputs": {"train": "data/train",
+                                                      "validation": {"uri": "data/validation", "mode": "FastFile"}}})
+    request = local_request(plan, "conformance-job-1")
+    body = render_local(request)
+    bundle = tmp_path / "bundle.tar.gz"
+    write_bundle(request.bundle.data, bundle)
+    hosts = lay_out(request.job_name, plan.region, body, body["HyperParameters"], tmp_path / "hosts", bundle)
+    return plan, hosts
+
+
+def toolkit_view(hosts: Hosts, host: str) -> dict[str, Any]:
+    """What the toolkit computes on `host`, from that host's config files (a clean environment)."""
+    env = {"PATH": os.environ.get("PATH", ""), "SAGEMAKER_BASE_DIR": str(hosts.layouts[host].base),
+           "TRAINING_JOB_NAME": hosts.job_name, "SAGEMAKER_TRAINING_MODULE": TF_FRAMEWORK_MODULE,
+           "AWS_EC2_METADATA_DISABLED": "true", "HOME": os.environ.get("HOME", "/")}
+    out = subprocess.run([sys.executable, "-c", TOOLKIT], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def same_but_address(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    """Equal TF_CONFIG but for the addresses, which here are distinct 127.0.0.1 ports."""
+    assert ours["task"] == theirs["task"] and ours.get("environment") == theirs.get("environment")
+    assert ours["cluster"].keys() == theirs["cluster"].keys()
+    addresses = [a for job in ours["cluster"].values() for a in job]
+    assert all(a.startswith("127.0.0.1:") for a in addresses) and len(set(addresses)) == len(addresses)
+    for job, listed in theirs["cluster"].items():
+        assert len(ours["cluster"][job]) == len(listed), job
+
+
+@pytest.mark.parametrize("case", list(SPECS))
+def test_environment_and_arguments_match_the_toolkit(tmp_path: Path, case: str) -> None:
+    plan, hosts = laid_out(tmp_path, SPECS[case])
+    for host in hosts.names:
+        theirs = toolkit_view(hosts, host)
+        ours = hosts.toolkit_env(host)
+        assert ours == theirs["env"], host
+        process_env = hosts.env_for(host, None)
+        assert {k: process_env[k] for k in ours} == ours  # nothing later overrides them
+        assert process_env["SAGEMAKER_BASE_DIR"] == str(hosts.layouts[host].base)
+        assert hosts.args_for(host) == theirs["args"]
+        assert process_env["SM_NUM_GPUS"] == "0" or process_env["SM_NUM_GPUS"] == theirs["env"]["SM_NUM_GPUS"]
+    if case == "horovod-2":
+        # SageMaker passes model_dir=/opt/ml/model for MPI jobs; a local host reads its own model dir.
+        args = hosts.args_for("algo-1")
+        assert args[args.index("--model_dir") + 1] == str(hosts.layouts["algo-1"].model_dir)
+    if case == "single-host":
+        assert hosts.env_for("algo-1", None)["MY_SETTING"] == "1"
+
+
+@pytest.mark.parametrize("case", ["mwms-2", "parameter-server-3"])
+def test_tf_config_matches_the_toolkits_builders_except_host_and_port(tmp_path: Path, case: str) -> None:
+    plan, hosts = laid_out(tmp_path, SPECS[case])
+    specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
+                           hosts.env_for, entry_point=plan.entry_point, python=sys.executable,
+                           args_for=hosts.args_for, processes_per_host=plan.processes_per_host, mpi_options="")
+    seen: dict[str, str] = {}  # one address per cluster member, the same in every process's TF_CONFIG
+    for host in hosts.names:
+        theirs = toolkit_view(hosts, host)
+        mine = [json.loads(s.env["TF_CONFIG"]) for s in specs if s.host == host]
+        if case == "mwms-2":
+            [tf] = mine
+            same_but_address(tf, theirs["mwms"])
+        else:
+            ps = [tf for tf in mine if tf["task"]["type"] == "ps"]
+            main = [tf for tf in mine if tf["task"]["type"] != "ps"]
+            assert len(ps) == 1 and len(main) == 1
+            same_but_address(ps[0], theirs["ps_task"])
+            same_but_address(main[0], theirs["ps"])
+        for tf in mine:
+            for job, listed in tf["cluster"].items():
+                for index, address in enumerate(listed):
+                    assert seen.setdefault(f"{job}:{index}", address) == address

@@ -1,0 +1,608 @@
+"""Tests for the GPU instance catalog and instance selection (smtrain/plan/catalog.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smtrain.plan.catalog import (
+    Catalog,
+    CatalogError,
+    InstanceType,
+    Selection,
+    load_catalog,
+    resolve_instance,
+    select_instance,
+)
+from smtrain.spec.units import parse_size
+from tests.support import ROOT
+
+REPO = ROOT
+GB = 10**9
+GIB = 2**30
+
+REQUIRED = {
+    "p3": {"ml.p3.2xlarge", "ml.p3.8xlarge", "ml.p3.16xlarge"},
+    "p3dn": {"ml.p3dn.24xlarge"},
+    "p4d": {"ml.p4d.24xlarge"},
+    "p4de": {"ml.p4de.24xlarge"},
+    "p5": {"ml.p5.48xlarge"},
+    "p5e": {"ml.p5e.48xlarge"},
+    "p5en": {"ml.p5en.48xlarge"},
+    "g4dn": {f"ml.g4dn.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge")},
+    "g5": {
+        f"ml.g5.{s}"
+        for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")
+    },
+    "g6": {
+        f"ml.g6.{s}"
+        for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")
+    },
+    "g6e": {
+        f"ml.g6e.{s}"
+        for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")
+    },
+}
+
+# Per-GPU memory each model ships with, in the vendor's GB.
+GPU_MEMORY_GB = {
+    "V100": {16, 32},
+    "A100": {40, 80},
+    "H100": {80},
+    "H200": {141},
+    "T4": {16},
+    "A10G": {24},
+    "L4": {24},
+    "L40S": {48},
+}
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def make(name: str, gpu: str = "A100", gpus: int = 8, gpu_gb: int = 40, price: float = 10.0) -> InstanceType:
+    return InstanceType(
+        name=name,
+        family=name.split(".")[1],
+        gpu=gpu,
+        gpus=gpus,
+        gpu_memory=gpu_gb * GB,
+        vcpus=8 * gpus,
+        memory=64 * gpus * GIB,
+        efa=False,
+        price_per_hour=price,
+    )
+
+
+def small(*instances: InstanceType) -> Catalog:
+    return Catalog(
+        instances=instances, price_source="test", price_date="2026-01-01", spot_discount_estimate=0.7
+    )
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- (a) the bundled figures against the SageMaker SDK and the service model ------------------
+
+
+def test_gpu_figures_agree_with_sagemaker_sdk(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    from sagemaker import instance_types_gpu_info
+
+    sdk = instance_types_gpu_info.retrieve("us-east-1")
+    compared = []
+    for inst in catalog:
+        info = sdk.get(inst.name)
+        if info is None:
+            continue
+        assert info["Count"] == inst.gpus, inst.name
+        # The SDK gives the total in MiB and writes the vendor's "GB" as GiB (A100 40GB -> 40960 MiB),
+        # so its per-GPU GiB should equal our vendor GB figure. It lists ml.g5.48xlarge a little low
+        # (22.4 per GPU for a 24GB A10G), hence a 10% tolerance: still far too tight to pass 40 for 80.
+        sdk_gb = info["TotalGpuMemoryInMiB"] / info["Count"] / 1024
+        ours_gb = inst.gpu_memory / GB
+        assert abs(sdk_gb - ours_gb) <= 0.10 * ours_gb, (inst.name, sdk_gb, ours_gb)
+        compared.append(inst.name)
+    assert len(compared) >= 20, f"only {len(compared)} types could be compared: {compared}"
+
+
+def test_types_the_sdk_knows_in_our_families_are_in_the_catalog(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    import botocore.session
+    from sagemaker import instance_types_gpu_info
+
+    training = set(
+        botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingInstanceType").enum
+    )
+    sdk = instance_types_gpu_info.retrieve("us-east-1")
+    ours = set(catalog.names())
+    wanted = {n for n in sdk if n in training and n.split(".")[1] in REQUIRED}
+    assert wanted - ours == set()
+
+
+def test_every_entry_is_a_sagemaker_training_instance_type(catalog: Catalog) -> None:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    training = set(model.shape_for("TrainingInstanceType").enum)
+    assert [n for n in catalog.names() if n not in training] == []
+
+
+# --- (b) the bundled data file -----------------------------------------------------------------
+
+
+def test_required_families_and_types_present(catalog: Catalog) -> None:
+    names = set(catalog.names())
+    for family, wanted in REQUIRED.items():
+        assert wanted <= names, f"{family}: missing {sorted(wanted - names)}"
+    assert {i.family for i in catalog} >= set(REQUIRED)
+
+
+def test_entries_are_sane(catalog: Catalog) -> None:
+    assert len(set(catalog.names())) == len(catalog)
+    for inst in catalog:
+        assert inst.price_per_hour > 0, inst.name
+        assert inst.gpus >= 1 and inst.vcpus >= 1 and inst.memory > 0
+        assert inst.family == inst.name.split(".")[1]
+        assert inst.gpu in GPU_MEMORY_GB, inst.name
+        assert inst.gpu_memory / GB in GPU_MEMORY_GB[inst.gpu], inst.name
+        # Host memory always exceeds the GPUs' own memory on these types.
+        assert inst.memory > inst.gpus * 4 * GIB, inst.name
+
+
+def test_one_gpu_model_per_family_and_prices_rise_with_size(catalog: Catalog) -> None:
+    by_family: dict[str, list[InstanceType]] = {}
+    for inst in catalog:
+        by_family.setdefault(inst.family, []).append(inst)
+    for family, members in by_family.items():
+        assert len({m.gpu for m in members}) == 1, family
+        # Same family, same GPU count: more vCPUs never costs less. Catches a transposed price.
+        for gpus in {m.gpus for m in members}:
+            same = sorted((m for m in members if m.gpus == gpus), key=lambda m: m.vcpus)
+            prices = [m.price_per_hour for m in same]
+            assert prices == sorted(prices), (family, gpus, [(m.name, m.price_per_hour) for m in same])
+
+
+def test_known_specs(catalog: Catalog) -> None:
+    p4d = catalog.get("ml.p4d.24xlarge")
+    assert p4d is not None
+    assert (p4d.gpu, p4d.gpus, p4d.gpu_memory, p4d.vcpus, p4d.memory, p4d.efa) == (
+        "A100",
+        8,
+        40 * GB,
+        96,
+        1152 * GIB,
+        True,
+    )
+    p5en = catalog.get("ml.p5en.48xlarge")
+    assert p5en is not None and (p5en.gpu, p5en.gpu_memory, p5en.efa) == ("H200", 141 * GB, True)
+    assert catalog.get("ml.p3.2xlarge").efa is False  # type: ignore[union-attr]
+    assert catalog.get("ml.g4dn.12xlarge").gpus == 4  # type: ignore[union-attr]
+    assert catalog.get("ml.g6e.48xlarge").total_gpu_memory == 8 * 48 * GB  # type: ignore[union-attr]
+
+
+def test_provenance_present(catalog: Catalog) -> None:
+    assert "SageMaker" in catalog.price_source and "us-east-1" in catalog.price_source
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", catalog.price_date)
+    assert 0 < catalog.spot_discount_estimate < 1
+    assert catalog.region == "us-east-1"
+    p4d = catalog.get("ml.p4d.24xlarge")
+    assert catalog.spot_price(p4d) == pytest.approx(p4d.price_per_hour * 0.3)  # type: ignore[arg-type]
+    # Estimated prices must say so.
+    for name in ("ml.p5e.48xlarge", "ml.p5en.48xlarge"):
+        note = catalog.get(name).price_note  # type: ignore[union-attr]
+        assert note and "unverified" in note
+
+
+def test_data_file_says_spot_figure_is_an_estimate() -> None:
+    text = (REPO / "smtrain" / "plan" / "data" / "instances.yaml").read_text()
+    assert re.search(r"spot.*estimate", text, re.IGNORECASE | re.DOTALL)
+
+
+def test_load_is_cached(catalog: Catalog) -> None:
+    assert load_catalog() is load_catalog()
+
+
+# --- (c) selection -----------------------------------------------------------------------------
+
+
+def test_cheapest_wins_on_the_bundled_catalog(catalog: Catalog) -> None:
+    sel = select_instance(catalog, "A100", 8, parse_size("40GB"))
+    assert isinstance(sel, Selection)
+    assert sel.instance.name == "ml.p4d.24xlarge"
+    assert [c.name for c in sel.candidates] == ["ml.p4d.24xlarge", "ml.p4de.24xlarge"]
+    assert sel.reason.startswith(
+        "cheapest of 2 types with >= 8 A100 GPUs with >= 40GB each: ml.p4d.24xlarge at $"
+    )
+    assert "next: ml.p4de.24xlarge at $" in sel.reason
+
+    cheapest_any = min(catalog, key=lambda i: i.price_per_hour)
+    assert select_instance(catalog, None, 1, None).instance == cheapest_any
+
+
+def test_candidates_are_sorted_by_price(catalog: Catalog) -> None:
+    sel = select_instance(catalog, None, 4, None)
+    prices = [c.price_per_hour for c in sel.candidates]
+    assert prices == sorted(prices)
+    assert all(c.gpus >= 4 for c in sel.candidates)
+    assert sel.instance == sel.candidates[0]
+
+
+def test_gpu_model_is_case_insensitive(catalog: Catalog) -> None:
+    assert select_instance(catalog, "a100", 8, None).instance.name == "ml.p4d.24xlarge"
+    assert select_instance(catalog, "h200", 8, None).instance.gpu == "H200"
+    assert select_instance(catalog, "l40s", 1, None).instance.name == "ml.g6e.xlarge"
+    # The reason names the model the way the catalog does.
+    assert "A100 GPUs" in select_instance(catalog, "a100", 8, None).reason
+
+
+def test_memory_filter_uses_units(catalog: Catalog) -> None:
+    # A100 40GB holds 40*10^9 bytes as the catalog counts it: "40GB" matches, "41GB" needs p4de.
+    assert select_instance(catalog, "A100", 8, parse_size("40GB")).instance.name == "ml.p4d.24xlarge"
+    assert select_instance(catalog, "A100", 8, parse_size("41GB")).instance.name == "ml.p4de.24xlarge"
+    assert select_instance(catalog, None, 1, parse_size("100GB")).instance.gpu == "H200"
+
+
+def test_tie_break_is_deterministic() -> None:
+    a = make("ml.zz.a", gpus=8, gpu_gb=40, price=10.0)
+    fewer = make("ml.zz.fewer", gpus=4, gpu_gb=40, price=10.0)
+    bigger = make("ml.zz.bigger", gpus=4, gpu_gb=80, price=10.0)
+    name_b = make("ml.zz.b", gpus=4, gpu_gb=80, price=10.0)
+    pricier = make("ml.zz.pricier", gpus=1, gpu_gb=80, price=10.01)
+    cat = small(a, pricier, name_b, fewer, bigger)
+    sel = select_instance(cat, None, 1, None)
+    # price, then fewer GPUs, then more memory per GPU, then name
+    assert [c.name for c in sel.candidates] == [
+        "ml.zz.b",
+        "ml.zz.bigger",
+        "ml.zz.fewer",
+        "ml.zz.a",
+        "ml.zz.pricier",
+    ]
+    for order in ([bigger, fewer, name_b, a, pricier], [pricier, a, fewer, name_b, bigger]):
+        assert select_instance(small(*order), None, 1, None) == sel
+
+
+def test_min_gpus_is_a_floor() -> None:
+    cat = small(
+        make("ml.x.one", gpus=1, price=1),
+        make("ml.x.four", gpus=4, price=4),
+        make("ml.x.eight", gpus=8, price=8),
+    )
+    assert select_instance(cat, None, 2, None).instance.name == "ml.x.four"
+    assert select_instance(cat, None, 5, None).instance.name == "ml.x.eight"
+    assert [i.name for i in cat.filter(min_gpus=4)] == ["ml.x.four", "ml.x.eight"]
+
+
+def test_allowed_restricts_and_is_quoted(catalog: Catalog) -> None:
+    smddp = ["ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge"]
+    why = "smddp supports only " + ", ".join(smddp)
+    sel = select_instance(catalog, None, 8, None, allowed=smddp, allowed_reason=why)
+    assert {c.name for c in sel.candidates} == set(smddp)
+    assert why in sel.reason
+    # Without the list, a cheaper 8-GPU type exists outside it.
+    assert select_instance(catalog, None, 8, None).instance.name not in smddp
+
+    with pytest.raises(CatalogError) as err:
+        select_instance(catalog, "H100", 8, None, allowed=smddp, allowed_reason=why)
+    message = str(err.value)
+    assert "H100" in message and why in message and "V100" in message and "A100" in message
+
+
+def test_single_match_reason(catalog: Catalog) -> None:
+    sel = select_instance(catalog, "H100", 1, None, allowed=["ml.p5.4xlarge"])
+    assert sel.reason.startswith("the only type with >= 1 H100 GPU: ml.p5.4xlarge at $")
+
+
+def test_no_match_errors_say_what_comes_closest(catalog: Catalog) -> None:
+    with pytest.raises(
+        CatalogError, match=r"no instance has 16 A100 GPUs; the most is 8 \(ml\.p4d\.24xlarge"
+    ):
+        select_instance(catalog, "a100", 16, None)
+    with pytest.raises(CatalogError, match=r"no instance has A10 GPUs; GPU models available: .*A10G"):
+        select_instance(catalog, "A10", 1, None)
+    with pytest.raises(
+        CatalogError,
+        match=r"no instance with >= 8 A100 GPUs has >= 100GB per GPU; the most is 80GB \(ml\.p4de\.24xlarge\)",
+    ):
+        select_instance(catalog, "A100", 8, parse_size("100GB"))
+    with pytest.raises(CatalogError, match="none of the allowed instance types is in the catalog"):
+        select_instance(catalog, None, 1, None, allowed=["ml.nope.xlarge"])
+    with pytest.raises(CatalogError, match="gpus_per_node"):
+        select_instance(catalog, None, 0, None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["A100", "H100", "L4"]),
+            st.sampled_from([1, 4, 8]),
+            st.sampled_from([24, 40, 80]),
+            st.integers(1, 40),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([None, "a100", "H100"]),
+    st.sampled_from([1, 2, 8]),
+    st.sampled_from([None, 24 * GB, 80 * GB]),
+    st.randoms(use_true_random=False),
+)
+def test_selection_is_the_cheapest_match_whatever_the_order(specs, gpu, gpus, memory, rng) -> None:  # type: ignore[no-untyped-def]
+    instances = [make(f"ml.h{k}.x", gpu=g, gpus=n, gpu_gb=m, price=p) for k, (g, n, m, p) in enumerate(specs)]
+    cat = small(*instances)
+    matches = [
+        i
+        for i in instances
+        if (gpu is None or i.gpu.lower() == gpu.lower())
+        and i.gpus >= gpus
+        and (memory is None or i.gpu_memory >= memory)
+    ]
+    if not matches:
+        with pytest.raises(CatalogError):
+            select_instance(cat, gpu, gpus, memory)
+        return
+    sel = select_instance(cat, gpu, gpus, memory)
+    assert sel.instance.price_per_hour == min(i.price_per_hour for i in matches)
+    assert set(sel.candidates) == set(matches)
+    shuffled = instances[:]
+    rng.shuffle(shuffled)
+    assert select_instance(small(*shuffled), gpu, gpus, memory) == sel
+
+
+# --- (d) names ---------------------------------------------------------------------------------
+
+
+def test_nearest_names(catalog: Catalog) -> None:
+    assert catalog.nearest("ml.p4.24xlarge")[:2] == ["ml.p4d.24xlarge", "ml.p4de.24xlarge"]
+    assert catalog.nearest("p3.2xlarge")[0] == "ml.p3.2xlarge"
+    assert catalog.nearest("ML.G5.XLARGE")[0] == "ml.g5.xlarge"
+    assert catalog.nearest("ml.g5.xlage")[0] == "ml.g5.xlarge"
+    assert catalog.nearest("p4d")[0] == "ml.p4d.24xlarge"
+    assert len(catalog.nearest("ml.g6.xlarge", n=5)) == 5
+    assert catalog.nearest("ml.g6.xlarge", n=1) == ["ml.g6.xlarge"]
+    assert catalog.nearest("banana") == []
+
+
+def test_get_is_exact(catalog: Catalog) -> None:
+    assert catalog.get("ml.p4d.24xlarge") is not None
+    assert catalog.get("p4d.24xlarge") is None
+    assert catalog.get("ml.p4.24xlarge") is None
+
+
+def test_resolve_instance(catalog: Catalog) -> None:
+    assert resolve_instance(catalog, "ml.g5.2xlarge").name == "ml.g5.2xlarge"
+    with pytest.raises(CatalogError) as err:
+        resolve_instance(catalog, "ml.p4.24xlarge")
+    assert str(err.value).startswith("unknown instance type 'ml.p4.24xlarge'")
+    assert "nearest: ml.p4d.24xlarge, ml.p4de.24xlarge" in str(err.value)
+    with pytest.raises(CatalogError, match="nearest: ml.p3.2xlarge"):
+        resolve_instance(catalog, "p3.2xlarge")
+    with pytest.raises(CatalogError, match="smtrain instances"):
+        resolve_instance(catalog, "banana")
+
+
+# --- (e) a user's catalog and prices files -----------------------------------------------------
+
+
+USER_CATALOG = """\
+instances:
+  ml.g5.xlarge: {gpu: A10G, gpus: 1, gpu_memory: 24GB, vcpus: 4, memory: 16GiB, efa: false, price: 0.5}
+  ml.p6-b200.48xlarge:
+    gpu: B200
+    gpus: 8
+    gpu_memory: 180GB
+    vcpus: 192
+    memory: 2048GiB
+    efa: true
+    price: 120.0
+    price_note: our negotiated rate
+"""
+
+
+def test_user_catalog_adds_and_replaces(tmp_path: Path, catalog: Catalog) -> None:
+    merged = load_catalog(catalog_path=write(tmp_path / "mine.yaml", USER_CATALOG))
+    assert len(merged) == len(catalog) + 1
+    assert merged.get("ml.g5.xlarge").price_per_hour == 0.5  # type: ignore[union-attr]
+    b200 = merged.get("ml.p6-b200.48xlarge")
+    assert b200 is not None and (b200.family, b200.gpu, b200.gpu_memory, b200.price_note) == (
+        "p6-b200",
+        "B200",
+        180 * GB,
+        "our negotiated rate",
+    )
+    assert merged.names()[: len(catalog)] == catalog.names()  # replaced in place, new ones after
+    assert merged.price_date == catalog.price_date
+    assert catalog.price_source in merged.price_source and "mine.yaml" in merged.price_source
+    assert select_instance(merged, "b200", 8, None).instance == b200
+    # The bundled catalog is untouched by the merge.
+    assert load_catalog().get("ml.g5.xlarge").price_per_hour == catalog.get("ml.g5.xlarge").price_per_hour  # type: ignore[union-attr]
+
+
+def test_user_catalog_source_and_date_apply(tmp_path: Path) -> None:
+    text = "source: our price sheet\ndate: 2027-02-03\nspot_discount_estimate: 0.5\n" + USER_CATALOG
+    merged = load_catalog(catalog_path=write(tmp_path / "mine.yaml", text))
+    assert (merged.price_source, merged.price_date, merged.spot_discount_estimate) == (
+        "our price sheet",
+        "2027-02-03",
+        0.5,
+    )
+
+
+def test_prices_file_yaml_and_json(tmp_path: Path, catalog: Catalog) -> None:
+    y = load_catalog(prices_path=write(tmp_path / "prices.yaml", "ml.p4d.24xlarge: 30.5\nml.g5.xlarge: 1\n"))
+    assert y.get("ml.p4d.24xlarge").price_per_hour == 30.5  # type: ignore[union-attr]
+    assert y.get("ml.g5.xlarge").price_per_hour == 1.0  # type: ignore[union-attr]
+    assert y.get("ml.p4d.24xlarge").price_note == "from prices.yaml"  # type: ignore[union-attr]
+    assert y.get("ml.p5.48xlarge") == catalog.get("ml.p5.48xlarge")
+    assert "2 prices from prices.yaml" in y.price_source
+
+    j = load_catalog(
+        prices_path=write(
+            tmp_path / "p.json",
+            json.dumps({"source": "AWS Price List API", "date": "2027-01-01", "ml.p5.48xlarge": 55}),
+        )
+    )
+    assert j.get("ml.p5.48xlarge").price_per_hour == 55.0  # type: ignore[union-attr]
+    assert (j.price_source, j.price_date) == ("AWS Price List API", "2027-01-01")
+    # A cheaper price changes the choice.
+    cheap = load_catalog(prices_path=write(tmp_path / "cheap.yaml", "ml.p4de.24xlarge: 1.0\n"))
+    assert select_instance(cheap, "A100", 8, None).instance.name == "ml.p4de.24xlarge"
+
+
+def test_both_files_together(tmp_path: Path) -> None:
+    both = load_catalog(
+        catalog_path=write(tmp_path / "mine.yaml", USER_CATALOG),
+        prices_path=write(tmp_path / "prices.yaml", "ml.p6-b200.48xlarge: 99\n"),
+    )
+    assert both.get("ml.p6-b200.48xlarge").price_per_hour == 99.0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text", "expected"),
+    [
+        (
+            "prices",
+            "p.yaml",
+            "ml.p4.24xlarge: 3\n",
+            r"p\.yaml: unknown instance type 'ml\.p4\.24xlarge'; nearest: ml\.p4d\.24xlarge",
+        ),
+        (
+            "prices",
+            "p.yaml",
+            "ml.p4d.24xlarge: -1\n",
+            r"p\.yaml: instance 'ml\.p4d\.24xlarge': price cannot be negative",
+        ),
+        (
+            "prices",
+            "p.yaml",
+            "ml.p4d.24xlarge: cheap\n",
+            r"p\.yaml: instance 'ml\.p4d\.24xlarge': price must be a number",
+        ),
+        ("prices", "p.yaml", "- 1\n- 2\n", r"p\.yaml: expected a mapping"),
+        ("prices", "p.json", '{"ml.p4d.24xlarge": 3,}', r"p\.json:1:\d+: not valid JSON"),
+        ("catalog", "c.yaml", "instances:\n  ml.x.y: {gpu: A100\n", r"c\.yaml:\d+:\d+: not valid YAML"),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1}\n",
+            r"c\.yaml: instance 'ml\.x\.y': missing field 'gpu_memory'",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 40GB, vcpus: 8, memory: 1GiB, efa: no, price: 1,"
+            " gpu_mem: 2}\n",
+            r"c\.yaml: instance 'ml\.x\.y': unknown field 'gpu_mem'",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 40GB, vcpus: 8, memory: 1GiB, efa: false, price: -2}\n",
+            r"c\.yaml: instance 'ml\.x\.y': price cannot be negative",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: true, gpu_memory: 40GB, vcpus: 8, memory: 1GiB, efa: false,"
+            " price: 1}\n",
+            r"c\.yaml: instance 'ml\.x\.y': 'gpus' must be a whole number",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 4XB, vcpus: 8, memory: 1GiB, efa: false, price: 1}\n",
+            r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory': '4XB' is not a size",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 80, vcpus: 8, memory: 1GiB, efa: false, price: 1}\n",
+            r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory' needs a unit",
+        ),
+        ("catalog", "c.yaml", "currency: EUR\n", r"c\.yaml: prices must be in USD"),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  p4d.24xlarge: {}\n",
+            r"c\.yaml: instance 'p4d\.24xlarge': names take SageMaker's form",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.a.b: {}\n  ml.a.b: {}\n",
+            r"c\.yaml:3: 'ml\.a\.b' appears twice",
+        ),
+        ("catalog", "c.yaml", "instance:\n  ml.a.b: {}\n", r"c\.yaml: unknown top-level key 'instance'"),
+        (
+            "catalog",
+            "c.yaml",
+            "spot_discount_estimate: 30\n",
+            r"c\.yaml: 'spot_discount_estimate' must be a fraction",
+        ),
+        ("catalog", "c.yaml", "just text\n", r"c\.yaml: expected a mapping"),
+    ],
+)
+def test_bad_files_name_the_file_and_entry(
+    tmp_path: Path, kind: str, name: str, text: str, expected: str
+) -> None:
+    path = write(tmp_path / name, text)
+    with pytest.raises(CatalogError, match=expected) as err:
+        if kind == "prices":
+            load_catalog(prices_path=path)
+        else:
+            load_catalog(catalog_path=path)
+    assert str(path) in str(err.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match=r"nope\.yaml: no such file"):
+        load_catalog(catalog_path=tmp_path / "nope.yaml")
+    with pytest.raises(CatalogError, match=r"gone\.json: no such file"):
+        load_catalog(prices_path=tmp_path / "gone.json")
+
+
+def test_catalog_error_is_a_value_error() -> None:
+    assert issubclass(CatalogError, ValueError)
+
+
+# --- (f) start-up cost -------------------------------------------------------------------------
+
+
+def test_catalog_does_not_import_heavy_packages() -> None:
+    code = (
+        "import sys, json\n"
+        "import smtrain.plan.catalog as c\n"
+        "cat = c.load_catalog()\n"
+        "c.select_instance(cat, 'A100', 8, None)\n"
+        "c.resolve_instance(cat, 'ml.p4d.24xlarge')\n"
+        "heavy = ('sagemaker', 'boto3', 'botocore', 'tensorflow')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
