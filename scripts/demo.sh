@@ -15,7 +15,7 @@ mkdir -p "$SMTRAIN_DEMO_OUTPUT"
 result="$SMTRAIN_DEMO_OUTPUT/last-job.json"
 
 echo "== writing scikit-learn's digits as train/validation channels"
-"$bin/python" -m smtrain.demo_data "$SMTRAIN_DEMO_DATA"
+"$bin/python" -m smtrain.local.demo_data "$SMTRAIN_DEMO_DATA"
 echo
 echo "== smtrain submit $spec --local   (host output is prefixed [algo-1], [algo-2])"
 started=$(date +%s)

@@ -3,7 +3,7 @@
 SageMaker unpacks the archive into /opt/ml/code, pip-installs a ``requirements.txt`` found at
 its root, then starts the entry point. The archive holds three things, all at its root:
 
-* the bundled entry point (the files of ``entrypoint_dir``),
+* the bundled entry point (``smtrain_entry.py`` and ``smtrain_tf/``, see entrypoint.py),
 * the user's ``code.source_dir``,
 * the user's requirements file, stored as ``requirements.txt``.
 
@@ -86,8 +86,25 @@ def _resolve_requirements(requirements: Path | str, source_dir: Path | None) -> 
     return path
 
 
+def _entrypoint_roots(entrypoint: Path | Sequence[Path] | None) -> list[tuple[Path, str]]:
+    """(path, archive prefix) pairs: a directory's contents at the root, or each part under its name."""
+    if entrypoint is None:
+        return []
+    if isinstance(entrypoint, (str, os.PathLike)):
+        root = Path(entrypoint)
+        if not root.is_dir():
+            raise BundleError(f"entry point directory not found: {root}")
+        return [(root, "")]
+    roots = []
+    for part in map(Path, entrypoint):
+        if not part.exists():
+            raise BundleError(f"bundled entry point file not found: {part}")
+        roots.append((part, part.name + "/" if part.is_dir() else part.name))
+    return roots
+
+
 def build_bundle(
-    entrypoint_dir: Path | None,
+    entrypoint: Path | Sequence[Path] | None,
     source_dir: Path | None = None,
     requirements: Path | str | None = None,
     *,
@@ -96,7 +113,10 @@ def build_bundle(
     max_size: int | None = None,
     exclude_entrypoint_files: Sequence[str] = (),
 ) -> Bundle:
-    """Build the archive from the entry point dir, the user's source dir and requirements file.
+    """Build the archive from the entry point, the user's source dir and requirements file.
+
+    `entrypoint` is a directory whose contents go to the archive's root, or a list of files and
+    directories that go there under their own names (the installed smtrain_entry.py and smtrain_tf/).
 
     `requirements` is relative to `source_dir` when that is given (else to the working
     directory) unless absolute. `allow` holds gitignore-style patterns of archive paths that may
@@ -113,22 +133,18 @@ def build_bundle(
     problems: list[str] = []
 
     entry_files: list[PlannedFile] = []
-    if entrypoint_dir is not None:
-        entrypoint_dir = Path(entrypoint_dir)
-        if not entrypoint_dir.is_dir():
-            raise BundleError(f"entry point directory not found: {entrypoint_dir}")
-        walk = walk_tree(
-            entrypoint_dir,
-            "entrypoint",
-            rules=None,
-            use_gitignore=False,
-            smtrainignore_count=0,
-            check_secrets=False,
-        )
-        excluded = pathspec.GitIgnoreSpec.from_lines(list(exclude_entrypoint_files))
-        entry_files = [f for f in walk.files if not excluded.match_file(f.path)]
+    for root, prefix in _entrypoint_roots(entrypoint):
+        if not root.is_dir():
+            st = os.stat(root)
+            entry_files.append(PlannedFile(prefix, str(root), st.st_size, bool(st.st_mode & 0o111), "entrypoint"))
+            continue
+        walk = walk_tree(root, "entrypoint", rules=None, use_gitignore=False, smtrainignore_count=0,
+                         check_secrets=False, prefix=prefix)
+        entry_files += walk.files
         skipped += walk.skipped
         problems += walk.problems
+    excluded = pathspec.GitIgnoreSpec.from_lines(list(exclude_entrypoint_files))
+    entry_files = [f for f in entry_files if not excluded.match_file(f.path)]
 
     source_files: list[PlannedFile] = []
     secrets: list[tuple[str, str]] = []

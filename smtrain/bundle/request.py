@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smtrain.bundle.build import build_bundle, s3_key_for
-from smtrain.bundle.entrypoint import entrypoint_dir
+from smtrain.bundle.entrypoint import entrypoint_parts
 from smtrain.bundle.model import Bundle
 from smtrain.plan.build import Plan
 
@@ -34,9 +34,8 @@ def make_bundle(plan: Plan) -> Bundle:
     """The sourcedir.tar.gz of this job: the bundled entrypoint plus the user's code."""
     code = plan.spec.code
     source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
-    return build_bundle(entrypoint_dir(), source, code.requirements, use_gitignore=code.use_gitignore,
-                        allow=code.allow_secrets, max_size=code.max_bundle_size,
-                        exclude_entrypoint_files=("README.md", "__init__.py"))
+    return build_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
+                        allow=code.allow_secrets, max_size=code.max_bundle_size)
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,10 @@ def walk_tree(
     use_gitignore: bool,
     smtrainignore_count: int,
     check_secrets: bool,
+    prefix: str = "",
 ) -> Walk:
-    """Collect the files of `root` in archive order, applying ignore rules and link checks."""
+    """Collect the files of `root` in archive order (their paths under `prefix`), applying ignore rules
+    and link checks."""
     root_real = os.path.realpath(root)
     out = Walk()
 
@@ -128,5 +130,5 @@ def walk_tree(
                     out.secrets.append((rel, shown))
             out.files.append(PlannedFile(rel, entry.path, st.st_size, bool(st.st_mode & 0o111), origin))
 
-    visit(str(root), "", rules, frozenset({root_real}), False)
+    visit(str(root), prefix, rules, frozenset({root_real}), False)
     return out

@@ -1,0 +1,105 @@
+"""smtrain as users install it: a wheel in a fresh virtual environment, run from outside the repository.
+
+The wheel is built from a copy of the sources (no editable install, no repository on sys.path). The
+fresh venv gets the wheel with --no-deps and reads its dependencies from this test's own environment
+through a .pth line (plain path lines only: the editable install's import hook is not loaded there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from smtrain.local.demo_data import write_digits
+from tests.support import ROOT
+from tests.support.cli_runner import smtrain as smtrain_here
+
+pytestmark = pytest.mark.slow
+
+SOURCES = ("pyproject.toml", "README.md", "smtrain", "entrypoints")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ directory of a fresh venv holding smtrain from its wheel."""
+    base = tmp_path_factory.mktemp("wheel")
+    src = base / "src"
+    src.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(base / "dist"), str(src)], check=True, capture_output=True, cwd=base)
+    (wheel,) = (base / "dist").glob("smtrain-*.whl")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    # The dependencies (and TensorFlow, for the local run) come from this environment's site-packages.
+    (site / "zz-test-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+                    "--no-deps", str(wheel)], check=True, capture_output=True)
+    return venv / "bin"
+
+
+def run(bin_dir: Path, *args: str, cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHONPATH"))}
+    full_env.update(env or {})
+    return subprocess.run([str(bin_dir / "smtrain"), *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_wheel_holds_the_bundled_entrypoint(installed: Path) -> None:
+    (wheel,) = (installed.parent.parent / "dist").glob("smtrain-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"smtrain_entry.py", "smtrain_tf/__init__.py", "smtrain_tf/metric_definitions.json",
+            "smtrain/plan/data/instances.yaml"} <= names
+    assert not any(n.startswith(("tests/", "entrypoints/")) for n in names)
+
+
+def test_installed_smtrain_imports_from_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
+    where = subprocess.run([str(installed / "python"), "-c",
+                            "import smtrain, smtrain_tf, smtrain_entry; "
+                            "print(smtrain.__file__, smtrain_tf.__file__, smtrain_entry.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    assert all(str(installed.parent) in path for path in where), where
+
+
+def test_validate_plan_and_dry_run_from_outside_the_repo(installed: Path, tmp_path: Path) -> None:
+    spec = shutil.copy(ROOT / "configs" / "mwms.yaml", tmp_path / "job.yaml")
+    assert run(installed, "validate", spec, cwd=tmp_path).returncode == 0
+    plan = run(installed, "plan", spec, "-o", "json", cwd=tmp_path)
+    assert plan.returncode == 0 and json.loads(plan.stdout)["replicas"] > 1, plan.stderr
+    dry = run(installed, "submit", spec, "--dry-run", "--job-name", "wheel-1", "-o", "json", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    here = smtrain_here("submit", str(spec), "--dry-run", "--job-name", "wheel-1", "-o", "json")
+    assert here.returncode == 0, here.stderr
+    wheel_run, editable_run = json.loads(dry.stdout), json.loads(here.stdout)
+    # The same bundle, byte for byte, whichever way smtrain was installed.
+    assert wheel_run["upload"]["sha256"] == editable_run["upload"]["sha256"]
+    assert {f["path"] for f in wheel_run["upload"]["files"]} >= {"smtrain_entry.py", "smtrain_tf/__init__.py"}
+    assert wheel_run["request"] == editable_run["request"]
+
+
+def test_a_one_host_local_run_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    write_digits(tmp_path / "digits")
+    spec = shutil.copy(ROOT / "configs" / "local-demo.yaml", tmp_path / "job.yaml")
+    env = {"SMTRAIN_HOME": str(tmp_path / "home"), "SMTRAIN_DEMO_DATA": str(tmp_path / "digits"),
+           "SMTRAIN_DEMO_OUTPUT": str(tmp_path / "out")}
+    proc = run(installed, "submit", spec, "--local", "--set", "compute.nodes=1", "--set", "training.epochs=1",
+               "-o", "json", cwd=tmp_path, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    job = json.loads(proc.stdout)
+    assert job["status"] == "Completed" and Path(job["model_artifacts"]).is_file()
