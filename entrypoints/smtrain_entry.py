@@ -8,7 +8,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from smtrain_tf.main import main  # noqa: E402
+from smtrain_tf._main import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

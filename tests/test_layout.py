@@ -140,6 +140,15 @@ def test_the_entrypoint_never_imports_smtrain() -> None:
     assert offenders == []
 
 
+def test_smtrain_takes_only_the_plain_python_maths_from_the_bundled_package() -> None:
+    # Anything else of smtrain_tf may import TensorFlow, which validate and plan must never load.
+    used = {target for path in sorted((ROOT / "smtrain").rglob("*.py"))
+            for _, target in imported_modules(path, module_name(path, ROOT / "smtrain"))
+            if target.split(".")[0] == "smtrain_tf"}
+    assert used <= {"smtrain_tf.scaling", "smtrain_tf.scaling.global_batch_size",
+                    "smtrain_tf.scaling.scaled_learning_rate"}, used
+
+
 def _tree(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

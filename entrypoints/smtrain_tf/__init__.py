@@ -1,7 +1,44 @@
-"""smtrain's TensorFlow training program, run inside SageMaker's TensorFlow training container.
+"""smtrain's TensorFlow training program, run inside SageMaker's TensorFlow training container,
+and the functions a training script of your own may call to follow the same container contract.
+
+    import smtrain_tf
+
+    strategy = smtrain_tf.strategy()
+    batch = smtrain_tf.global_batch_size(64)
+    rate = smtrain_tf.scaled_learning_rate(0.001, "linear")
+
+The names in `__all__` are the whole public face; everything else (the subpackages, names with a
+leading underscore) may change without notice. Importing this package imports neither TensorFlow
+nor anything else heavy: each function is loaded on first use, and the ones that need TensorFlow
+import it then. `smtrain_tf.scaling` (plain maths) is imported by smtrain itself at plan time.
 
 It must not import `smtrain`: only this directory is shipped in the job's source bundle.
 """
 
-__all__ = ["__version__"]
 __version__ = "0.1.0"
+
+# The public functions, defined in ._api and loaded on first access (PEP 562).
+__all__ = [
+    "strategy",
+    "global_batch_size",
+    "scaled_learning_rate",
+    "is_chief",
+    "model_dir",
+    "checkpoint_dir",
+    "channel",
+    "hyperparameters",
+]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from . import _api
+
+        value = getattr(_api, name)
+        globals()[name] = value  # later look-ups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -6,6 +6,7 @@
     launch.py        per-host launch preview: TF_CONFIG and the mpirun line as the toolkits build them
     build.py         Plan and build_plan(): instance, replicas, batch and learning-rate maths, cost
 
-May import: spec and the shared modules. Never a backend, never the SDK, boto3 or TensorFlow
+May import: spec, the shared modules, and smtrain_tf.scaling (the entrypoint's batch and learning-rate
+maths, plain Python: one copy for the plan and the training program). Never a backend, never the SDK, boto3 or TensorFlow
 (`smtrain plan` must answer in well under a second).
 """

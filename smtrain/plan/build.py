@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
+from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
 from smtrain.plan import distribution, launch
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
@@ -88,15 +90,6 @@ class Plan:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def scale_learning_rate(base: float, scaling: str, replicas: int) -> float:
-    """The entrypoint's rule, so the plan shows what training will use."""
-    if scaling == "linear":
-        return base * replicas
-    if scaling == "sqrt":
-        return base * math.sqrt(replicas)
-    return base
 
 
 def _instance(loaded: LoadedSpec, catalog: Catalog, requested_strategy: str) -> tuple[InstanceType, str]:
@@ -185,9 +178,9 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         processes_per_host=processes,
         replicas=replicas,
         batch_per_replica=t.batch_size_per_replica,
-        global_batch=t.batch_size_per_replica * replicas,
+        global_batch=global_batch_size(t.batch_size_per_replica, replicas),
         learning_rate=t.learning_rate,
-        scaled_learning_rate=scale_learning_rate(t.learning_rate, t.lr_scaling, replicas),
+        scaled_learning_rate=scaled_learning_rate(t.learning_rate, t.lr_scaling, replicas),
         framework_version=framework_version,
         py_version=py_version,
         image_uri=spec.tensorflow.image_uri,

@@ -15,9 +15,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def tf_modules():
-    from smtrain_tf import checkpoints, data_formats, input_pipeline
+    from smtrain_tf.data import formats, pipeline
+    from smtrain_tf.training import checkpoints
 
-    return data_formats, input_pipeline, checkpoints
+    return formats, pipeline, checkpoints
 
 
 @pytest.mark.parametrize("fmt", ["npz", "tfrecord", "tfrecord.gz", "csv"])
@@ -58,7 +59,7 @@ def test_training_pipeline_batches_forever(tmp_path: Path, digits: dict[str, np.
 
 def _expect(tmp_path: Path, tf_modules, message: str, data_format: str = "auto") -> None:
     data_formats = tf_modules[0]
-    from smtrain_tf.errors import DataError
+    from smtrain_tf.contract.errors import DataError
 
     with pytest.raises(DataError, match=message):
         data_formats.load_channel("train", str(tmp_path), data_format)
@@ -116,14 +117,20 @@ def test_restore_falls_back_when_the_newest_checkpoint_is_damaged(tmp_path: Path
 
 
 def test_learning_rate_scaling_and_warmup(tf_modules) -> None:
-    from smtrain_tf import optimization
+    from smtrain_tf import scaling
+    from smtrain_tf.training import optimization
 
-    assert optimization.scaled_learning_rate(0.001, "linear", 8) == pytest.approx(0.008)
-    assert optimization.scaled_learning_rate(0.001, "sqrt", 4) == pytest.approx(0.002)
-    assert optimization.scaled_learning_rate(0.001, "none", 8) == pytest.approx(0.001)
+    assert scaling.scaled_learning_rate(0.001, "linear", 8) == pytest.approx(0.008)
+    assert scaling.scaled_learning_rate(0.001, "sqrt", 4) == pytest.approx(0.002)
+    assert scaling.scaled_learning_rate(0.001, "none", 8) == pytest.approx(0.001)
     schedule = optimization.WarmupSchedule(0.004, warmup_steps=4)
     assert [round(float(schedule(step)), 6) for step in range(6)] == [0.001, 0.002, 0.003, 0.004, 0.004, 0.004]
     assert float(optimization.WarmupSchedule(0.01, 0)(100)) == pytest.approx(0.01)
+    # The Keras schedule computes scaling.warmup_learning_rate in TensorFlow.
+    for rate, steps in ((0.004, 4), (0.3, 7), (0.01, 0)):
+        schedule = optimization.WarmupSchedule(rate, steps)
+        assert [float(schedule(step)) for step in range(10)] == \
+            pytest.approx([scaling.warmup_learning_rate(rate, step, steps) for step in range(10)], rel=1e-6)
 
 
 def test_synthetic_data_is_learnable_and_bounded(tf_modules) -> None:
@@ -136,8 +143,8 @@ def test_synthetic_data_is_learnable_and_bounded(tf_modules) -> None:
 
 def test_tensorflow_errors_of_a_lost_peer_read_as_one_line(tf_modules) -> None:
     import tensorflow as tf
-    from smtrain_tf.errors import PeerFailure, TrainingFailure
-    from smtrain_tf.main import _known_tensorflow_failure
+    from smtrain_tf._main import _known_tensorflow_failure
+    from smtrain_tf.contract.errors import PeerFailure, TrainingFailure
 
     message = ("Graph execution error:\n\nDetected at node CollectiveReduceV2\n"
                "The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\n")

@@ -7,8 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from smtrain_tf import contract, failure, hyperparameters, metrics, ps_servers, strategy_choice  # noqa: E402
-from smtrain_tf.errors import ConfigurationError, DataError, PeerFailure  # noqa: E402
+from smtrain_tf.contract import container as contract  # noqa: E402
+from smtrain_tf.contract import failure, hyperparameters  # noqa: E402
+from smtrain_tf.contract.errors import ConfigurationError, DataError, PeerFailure  # noqa: E402
+from smtrain_tf.distribute import choice as strategy_choice  # noqa: E402
+from smtrain_tf.distribute import ps_servers  # noqa: E402
+from smtrain_tf.training import metrics  # noqa: E402
 
 from . import conftest  # noqa: F401 - puts entrypoints/ on sys.path
 
@@ -141,7 +145,7 @@ def test_forced_strategy_must_fit_the_cluster(tmp_path: Path) -> None:
 
 
 def test_a_missing_strategy_library_is_named() -> None:
-    from smtrain_tf.collective_libs import import_library
+    from smtrain_tf.distribute.collective_libs import import_library
 
     for kind, module in (("horovod", "horovod.tensorflow"), ("smddp", "smdistributed.dataparallel.tensorflow")):
         try:

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .errors import ConfigurationError
+from ..contract.errors import ConfigurationError
 
 MODULES = {
     "horovod": "horovod.tensorflow",

@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from .errors import DataError
+from ..contract.errors import DataError
 
 EXTENSIONS = {
     ".npz": "npz",

@@ -10,8 +10,8 @@ from typing import Any, Callable, Tuple
 
 import tensorflow as tf
 
+from ..distribute.distribution import Distribution
 from .keras_compat import keras, scale_loss, unscale_gradients
-from .strategies import Distribution
 
 Stats = tf.Tensor  # float32 [loss_sum, correct, count]
 

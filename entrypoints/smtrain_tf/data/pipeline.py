@@ -7,7 +7,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from .data_formats import ChannelData, csv_reader, tfrecord_reader
+from .formats import ChannelData, csv_reader, tfrecord_reader
 
 AUTOTUNE = tf.data.AUTOTUNE
 

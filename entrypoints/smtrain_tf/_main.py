@@ -7,10 +7,11 @@ import time
 import traceback
 from typing import Any, List, Optional, Sequence
 
-from . import contract as contract_mod
-from . import failure, model_names
-from .errors import PeerFailure, TrainingFailure
-from .watchdog import Watchdog, exit_now
+from .contract import container as contract_mod
+from .contract import failure
+from .contract.errors import PeerFailure, TrainingFailure
+from .models import names as model_names
+from .training.watchdog import Watchdog, exit_now
 
 # Seconds a multi-process job may go without progress beyond the collective timeout.
 _HANG_MARGIN = 300.0
@@ -106,7 +107,7 @@ def _train(args: List[str], run: _Run) -> int:
     for name in contract.hyperparameters.unknown:
         say(f"note: hyperparameter {name} is not one of the entrypoint's; it is passed to model hooks only")
 
-    from . import strategy_choice
+    from .distribute import choice as strategy_choice
 
     # Parameter-server workers and ps tasks read no data themselves; everyone else needs the channels.
     if not strategy_choice.decide(contract, 1).serves_only:
@@ -114,23 +115,21 @@ def _train(args: List[str], run: _Run) -> int:
         contract_mod.require_writable(contract)
 
     # TensorFlow is imported only now, so contract mistakes fail fast.
-    from . import devices
-    from .strategies import start_library_if_needed
+    from .distribute import distribution
 
-    choice = strategy_choice.decide(contract, strategy_choice.local_device_count(
-        len(devices.physical_gpus()), contract.hp("cpu_replicas")))
+    choice = distribution.choose(contract)
     if choice.serves_only:
-        from . import ps_servers
+        from .distribute import ps_servers
 
         run.hard_exit = True  # TensorFlow's server threads never end on their own
         assert choice.role is not None
         return ps_servers.serve(choice.role, contract.hp("startup_timeout"), say)
     if choice.kind in strategy_choice.COLLECTIVE_LIBS and not contract.under_mpi:
         say(f"note: strategy {choice.kind} was not started by mpirun; it runs as a single process")
-    library = start_library_if_needed(choice)
+    library = distribution.start_library_if_needed(choice)
     run.library = library
-    devices.configure(contract.hp("cpu_replicas"), pin_gpu=library.local_rank if library is not None else None)
-    from .training_session import TrainingSession
+    distribution.configure_devices(contract, library)
+    from .training.session import TrainingSession
 
     watchdog = Watchdog(_on_hang) if (choice.kind in (strategy_choice.MWMS, strategy_choice.PS) or library) \
         else None

@@ -10,13 +10,13 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from ..contract.errors import NonFiniteLoss
+from ..distribute.distribution import Distribution
 from . import metrics
 from .checkpoints import Checkpointer, Progress
-from .errors import NonFiniteLoss
 from .optimization import current_learning_rate
 from .runners import evaluate
 from .steps import StepFunctions
-from .strategies import Distribution
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any, List, Optional
 
 import tensorflow as tf
 
-from .errors import TrainingFailure
-from .strategy_choice import MWMS
+from ..contract.errors import TrainingFailure
+from ..distribute.choice import MWMS
 
 
 @dataclass(frozen=True)

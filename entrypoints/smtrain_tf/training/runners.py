@@ -8,9 +8,9 @@ from typing import Any, Callable, Deque
 import numpy as np
 import tensorflow as tf
 
+from ..distribute.distribution import Distribution
 from .keras_compat import optimizer_variables
 from .steps import StepFunctions
-from .strategies import Distribution
 
 
 class InProcessRunner:

@@ -8,17 +8,22 @@ from typing import Any, Callable, Optional, Tuple
 
 import tensorflow as tf
 
-from . import export, input_pipeline, metrics, models, optimization, strategies
+from .. import scaling
+from ..contract.container import TRAIN_CHANNEL, VALIDATION_CHANNEL, Contract
+from ..contract.errors import ConfigurationError, DataError
+from ..data import pipeline
+from ..data.formats import ChannelData, load_channel, synthetic
+from ..distribute import distribution
+from ..distribute.choice import PS, Choice
+from ..distribute.collective_libs import CollectiveLibrary
+from ..export import artifacts
+from ..models import builders
+from . import metrics, optimization
 from .checkpoints import Checkpointer, Progress
-from .collective_libs import CollectiveLibrary
-from .contract import TRAIN_CHANNEL, VALIDATION_CHANNEL, Contract
-from .data_formats import ChannelData, load_channel, synthetic
-from .errors import ConfigurationError, DataError
 from .keras_compat import build_optimizer, keras, keras_version, optimizer_variables
 from .loop import LoopConfig, train
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
-from .strategy_choice import PS, Choice
 
 
 def _parse_shape(text: str) -> Tuple[int, ...]:
@@ -41,15 +46,15 @@ class TrainingSession:
         self.mixed = optimization.mixed_precision_wanted(hp("mixed_precision"))
         optimization.set_policy(self.mixed)
         keras.utils.set_random_seed(hp("seed"))
-        self.dist = strategies.build(choice, hp("collective_timeout"), library)
+        self.dist = distribution.build(choice, hp("collective_timeout"), library)
         self.train_data, self.validation_data = self._load_data()
         self.num_classes = self._num_classes()
         self.per_replica_batch = hp("batch_size_per_replica")
-        self.global_batch = self.per_replica_batch * self.dist.num_replicas
-        self.steps_per_epoch = input_pipeline.steps_per_epoch(self.train_data.num_examples, self.global_batch,
-                                                              hp("max_steps_per_epoch"))
-        self.learning_rate = optimization.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
-                                                               self.dist.num_replicas)
+        self.global_batch = scaling.global_batch_size(self.per_replica_batch, self.dist.num_replicas)
+        self.steps_per_epoch = pipeline.steps_per_epoch(self.train_data.num_examples, self.global_batch,
+                                                        hp("max_steps_per_epoch"))
+        self.learning_rate = scaling.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
+                                                          self.dist.num_replicas)
 
     # --- data ----------------------------------------------------------------------------------
 
@@ -57,7 +62,7 @@ class TrainingSession:
         hp = self.contract.hp
         channels = self.contract.channels
         if hp("data") == "synthetic":
-            default = models.SYNTHETIC_SHAPES.get(hp("model"), (28, 28, 1))
+            default = builders.SYNTHETIC_SHAPES.get(hp("model"), (28, 28, 1))
             shape = _parse_shape(hp("synthetic_shape")) if hp("synthetic_shape") else default
             data = synthetic(shape, hp("synthetic_examples"), hp("num_classes") or 10, hp("seed"))
             return data, None
@@ -81,10 +86,10 @@ class TrainingSession:
                             "classification needs at least two")
         return classes
 
-    def _sharding(self) -> input_pipeline.Sharding:
+    def _sharding(self) -> pipeline.Sharding:
         if self.dist.library is not None:
-            return input_pipeline.Sharding(self.dist.num_workers, self.dist.worker_index, explicit=True)
-        return input_pipeline.Sharding()
+            return pipeline.Sharding(self.dist.num_workers, self.dist.worker_index, explicit=True)
+        return pipeline.Sharding()
 
     def _training_input(self, steps: StepFunctions) -> Any:
         hp = self.contract.hp
@@ -94,13 +99,13 @@ class TrainingSession:
 
             def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
                 # No seed: each worker should see its own order.
-                return input_pipeline.training(data, context.get_per_replica_batch_size(global_batch),
-                                               seed=None, **common)
+                return pipeline.training(data, context.get_per_replica_batch_size(global_batch),
+                                         seed=None, **common)
 
             return CoordinatorRunner(self.dist, steps, dataset_fn)
-        dataset = input_pipeline.training(self.train_data, self.dist.per_process_batch(self.global_batch),
-                                          seed=hp("seed"), sharding=self._sharding(),
-                                          num_workers=self.dist.num_workers, **common)
+        dataset = pipeline.training(self.train_data, self.dist.per_process_batch(self.global_batch),
+                                    seed=hp("seed"), sharding=self._sharding(),
+                                    num_workers=self.dist.num_workers, **common)
         return InProcessRunner(self.dist, steps, dataset)
 
     def _validation_input(self) -> Optional[tf.data.Dataset]:
@@ -108,20 +113,20 @@ class TrainingSession:
             return None
         hp = self.contract.hp
         if self.dist.kind == PS:
-            return input_pipeline.evaluation(self.validation_data, self.global_batch, cache=hp("cache"),
-                                             cache_max_mb=hp("cache_max_mb"))
-        return input_pipeline.evaluation(self.validation_data, self.dist.per_process_batch(self.global_batch),
-                                         cache=hp("cache"), cache_max_mb=hp("cache_max_mb"),
-                                         sharding=self._sharding(), num_workers=self.dist.num_workers)
+            return pipeline.evaluation(self.validation_data, self.global_batch, cache=hp("cache"),
+                                       cache_max_mb=hp("cache_max_mb"))
+        return pipeline.evaluation(self.validation_data, self.dist.per_process_batch(self.global_batch),
+                                   cache=hp("cache"), cache_max_mb=hp("cache_max_mb"),
+                                   sharding=self._sharding(), num_workers=self.dist.num_workers)
 
     # --- model ---------------------------------------------------------------------------------
 
-    def _build_model(self) -> Tuple[models.ModelBundle, Any]:
+    def _build_model(self) -> Tuple[builders.ModelBundle, Any]:
         hp = self.contract.hp
-        warmup_steps = int(round(hp("warmup_epochs") * self.steps_per_epoch))
+        warmup_steps = scaling.warmup_steps(hp("warmup_epochs"), self.steps_per_epoch)
         with self.dist.scope():
-            bundle = models.build(hp("model"), self.train_data.element_shape, self.num_classes, hp("hidden_units"),
-                                  {**self.contract.hyperparameters.extras, **self.contract.hyperparameters.values})
+            bundle = builders.build(hp("model"), self.train_data.element_shape, self.num_classes, hp("hidden_units"),
+                                    {**self.contract.hyperparameters.extras, **self.contract.hyperparameters.values})
             optimizer = bundle.optimizer
             if optimizer is None:
                 schedule = optimization.WarmupSchedule(self.learning_rate, warmup_steps)
@@ -134,7 +139,7 @@ class TrainingSession:
 
     def _config_line(self) -> str:
         hp = self.contract.hp
-        return (f"config {strategies.describe(self.dist)} batch_size_per_replica={self.per_replica_batch} "
+        return (f"config {distribution.describe(self.dist)} batch_size_per_replica={self.per_replica_batch} "
                 f"global_batch_size={self.global_batch} learning_rate={self.learning_rate:.6g} "
                 f"lr_scaling={hp('lr_scaling')} warmup_epochs={hp('warmup_epochs'):g} "
                 f"steps_per_epoch={self.steps_per_epoch} steps_per_execution={hp('steps_per_execution')} "
@@ -142,7 +147,7 @@ class TrainingSession:
                 f"model={hp('model')} classes={self.num_classes} examples={self.train_data.num_examples} "
                 f"input_shape={'x'.join(str(d) for d in self.train_data.element_shape)} chief={self.dist.is_chief}")
 
-    def _resume(self, checkpointer: Checkpointer, bundle: models.ModelBundle, optimizer: Any) -> Progress:
+    def _resume(self, checkpointer: Checkpointer, bundle: builders.ModelBundle, optimizer: Any) -> Progress:
         restored = checkpointer.restore()
         if self.dist.multi_process and self.dist.kind != PS:
             # Whoever could not restore (no local copy of the checkpoints) takes the chief's state,
@@ -186,10 +191,10 @@ class TrainingSession:
         self.say(f"weights_sha256={digest}")
         if self.dist.is_chief:
             began = time.time()
-            written = export.save_artifacts(bundle.model, weights, self.contract.model_dir,
-                                            self.train_data.element_shape, bundle.from_logits)
+            written = artifacts.save_artifacts(bundle.model, weights, self.contract.model_dir,
+                                               self.train_data.element_shape, bundle.from_logits)
             self.say(f"saved {' and '.join(written)} in {time.time() - began:.1f}s")
-            export.write_summary(self.contract.output_data_dir, {
+            artifacts.write_summary(self.contract.output_data_dir, {
                 "strategy": self.dist.kind, "replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
                 "global_batch_size": self.global_batch, "learning_rate": self.learning_rate,
                 "epochs": end.epoch, "steps": end.global_step, "last_epoch_metrics": result.last_metrics,

@@ -11,9 +11,9 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from .errors import ConfigurationError
-from .keras_compat import keras
-from .model_names import check_name
+from ..contract.errors import ConfigurationError
+from ..training.keras_compat import keras
+from .names import check_name
 
 # Shapes used with data=synthetic when synthetic_shape is not given.
 SYNTHETIC_SHAPES = {"mlp": (28, 28), "cnn": (28, 28, 1), "resnet50": (224, 224, 3)}

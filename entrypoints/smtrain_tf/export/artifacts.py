@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from .keras_compat import keras, keras_file_kwargs
+from ..training.keras_compat import keras, keras_file_kwargs
 
 SAVED_MODEL_VERSION = "1"  # TF Serving loads <model_dir>/<version>/
 KERAS_FILE = "model.keras"

@@ -1,27 +1,20 @@
-"""Learning-rate scaling and warm-up, the optimizer, and mixed-precision policy."""
+"""The warm-up schedule, the optimizer, and mixed-precision policy (the rate scaling is in ../scaling.py)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
-from . import devices
+from ..distribute import devices
 from .keras_compat import keras, loss_scale_optimizer
 
 
-def scaled_learning_rate(base: float, scaling: str, replicas: int) -> float:
-    """The rate for `replicas` replicas, given the rate that suits one."""
-    if scaling == "linear":
-        return base * replicas
-    if scaling == "sqrt":
-        return base * math.sqrt(replicas)
-    return base
-
-
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up from rate/warmup_steps to the rate over warmup_steps, then constant."""
+    """Linear warm-up from rate/warmup_steps to the rate over warmup_steps, then constant.
+
+    In TensorFlow, the values of scaling.warmup_learning_rate (the plain-Python statement of the rule).
+    """
 
     def __init__(self, rate: float, warmup_steps: int) -> None:
         super().__init__()

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import tensorflow as tf
 
-from .errors import ConfigurationError
+from ..contract.errors import ConfigurationError
 
 
 def physical_gpus() -> List[tf.config.PhysicalDevice]:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..scaling import LR_SCALING_RULES
 from .errors import ConfigurationError
 
 _TRUE = {"true", "1", "yes", "on", "y", "t"}
@@ -96,7 +97,7 @@ TABLE: Tuple[Hyperparameter, ...] = (
     Hyperparameter("epochs", _at_least(parse_int, 1), 10, "passes over the training data"),
     Hyperparameter("batch_size_per_replica", _at_least(parse_int, 1), 64, "examples per replica per step"),
     Hyperparameter("learning_rate", _at_least(parse_float, 0.0), 0.001, "learning rate for one replica"),
-    Hyperparameter("lr_scaling", _choice("none", "linear", "sqrt"), "linear", "how the rate grows with replicas"),
+    Hyperparameter("lr_scaling", _choice(*LR_SCALING_RULES), "linear", "how the rate grows with replicas"),
     Hyperparameter("warmup_epochs", _at_least(parse_float, 0.0), 0.0, "linear warm-up length in epochs"),
     Hyperparameter("optimizer", _choice("adam", "sgd"), "adam", "adam or sgd"),
     Hyperparameter("momentum", _at_least(parse_float, 0.0), 0.9, "SGD momentum"),

@@ -13,8 +13,8 @@ import socket
 import time
 from typing import Callable, Tuple
 
-from .cluster import ClusterRole
-from .errors import PeerFailure
+from ..contract.cluster import ClusterRole
+from ..contract.errors import PeerFailure
 
 POLL_SECONDS = 2.0
 REFUSALS_TO_STOP = 2

@@ -10,10 +10,11 @@ from typing import Any, List, Optional
 import numpy as np
 import tensorflow as tf
 
+from ..contract.container import Contract
 from . import devices
+from .choice import COLLECTIVE_LIBS, DEFAULT, MIRRORED, MWMS, PS, Choice, decide, local_device_count
 from .collective_libs import CollectiveLibrary
 from .collective_libs import start as start_library
-from .strategy_choice import COLLECTIVE_LIBS, DEFAULT, MIRRORED, MWMS, PS, Choice
 
 
 class Distribution:
@@ -101,9 +102,19 @@ def _set_tf_config(choice: Choice) -> None:
     os.environ["TF_CONFIG"] = json.dumps(config)
 
 
+def choose(contract: Contract) -> Choice:
+    """The strategy the contract asks for, given this host's devices (its GPUs, else `cpu_replicas`)."""
+    return decide(contract, local_device_count(len(devices.physical_gpus()), contract.hp("cpu_replicas")))
+
+
 def start_library_if_needed(choice: Choice) -> Optional[CollectiveLibrary]:
     """Horovod/smddp must be initialised before devices are configured (the GPU follows the local rank)."""
     return start_library(choice.kind) if choice.kind in COLLECTIVE_LIBS else None
+
+
+def configure_devices(contract: Contract, library: Optional[CollectiveLibrary]) -> None:
+    """Before TensorFlow's first op: pin the local rank's GPU (Horovod/smddp), or split the CPU."""
+    devices.configure(contract.hp("cpu_replicas"), pin_gpu=library.local_rank if library is not None else None)
 
 
 def build(choice: Choice, collective_timeout: float, library: Optional[CollectiveLibrary]) -> Distribution:

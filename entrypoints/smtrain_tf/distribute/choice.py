@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from . import contract as c
-from .cluster import ClusterRole, read_role
-from .errors import ConfigurationError
+from ..contract import container as c
+from ..contract.cluster import ClusterRole, read_role
+from ..contract.errors import ConfigurationError
 
 DEFAULT = "default"
 MIRRORED = "mirrored"

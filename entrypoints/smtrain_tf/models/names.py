@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import ConfigurationError
+from ..contract.errors import ConfigurationError
 
 BUILT_INS = ("mlp", "cnn", "resnet50")
 _HOOK = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")

@@ -1,0 +1,1 @@
+"""Models: the names the `model` hyperparameter accepts (no TensorFlow), built-ins and user hooks."""
