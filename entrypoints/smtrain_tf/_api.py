@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 from . import scaling
 from .contract import container
 from .contract.errors import DataError
+from .contract.log import say
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -27,8 +28,6 @@ def _contract() -> container.Contract:
     return container.read(sys.argv[1:])
 
 
-def _say(line: str) -> None:
-    print(line, flush=True)
 
 
 def _distribution() -> Distribution:
@@ -49,7 +48,7 @@ def _build(contract: container.Contract) -> Distribution:
 
         assert choice.role is not None
         # TensorFlow's server threads never end on their own: leave without joining them.
-        exit_now(ps_servers.serve(choice.role, contract.hp("startup_timeout"), _say))
+        exit_now(ps_servers.serve(choice.role, contract.hp("startup_timeout"), say))
     library = distribution.start_library_if_needed(choice)
     distribution.configure_devices(contract, library)
     return distribution.build(choice, contract.hp("collective_timeout"), library)

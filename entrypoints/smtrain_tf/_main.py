@@ -10,6 +10,7 @@ from typing import Any, List, Optional, Sequence
 from .contract import container as contract_mod
 from .contract import failure
 from .contract.errors import PeerFailure, TrainingFailure
+from .contract.log import say
 from .models import names as model_names
 from .training.watchdog import Watchdog, exit_now
 
@@ -24,8 +25,6 @@ class _Run:
     library: Any = None
 
 
-def say(line: str) -> None:
-    print(line, flush=True)
 
 
 _PEER_CLUES = ("unhealthy", "heartbeat", "aborted", "deadline", "timed out", "timeout", "connection", "socket",

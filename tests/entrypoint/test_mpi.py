@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.horovod_env import DOUBLES_DIR, horovod_python, mpirun_base
+from tests.support.horovod_env import DOUBLES_DIR, horovod_python, mpirun_base, rank_output
 
 from .conftest import ENTRYPOINTS
 from .sagemaker_env import make_host, metric_lines, parse_metrics
@@ -40,7 +40,9 @@ def hvd_python() -> Path:
 
 def _run_ranks(python: Path, host, extra_env: dict[str, str] | None = None) -> tuple[int, str]:
     env = {**host.env, **(extra_env or {})}
-    argv = mpirun_base(2, env=env) + ["--tag-output", str(python), "-m", "mpi4py", str(ENTRY), *host.args]
+    # mpirun's stream interleaves the ranks' output: each rank's also goes to its own files.
+    argv = mpirun_base(2, env=env) + ["--tag-output", "--output-filename", str(_ranks_dir(host)),
+                                      str(python), "-m", "mpi4py", str(ENTRY), *host.args]
     proc = subprocess.Popen(argv, env=env, cwd=str(ENTRY.parent), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:
@@ -52,15 +54,18 @@ def _run_ranks(python: Path, host, extra_env: dict[str, str] | None = None) -> t
     return proc.returncode, out
 
 
-def _rank_lines(out: str, rank: int) -> str:
-    prefix = re.compile(rf"^\[1,{rank}\]<std(?:out|err)>:", re.M)
-    return "\n".join(prefix.sub("", line) for line in out.splitlines() if prefix.match(line))
+def _ranks_dir(host) -> Path:
+    return host.log_dir / "ranks"
+
+
+def _rank_lines(host, rank: int) -> str:
+    return rank_output(_ranks_dir(host), rank, ("stdout", "stderr"))
 
 
 def _check_data_parallel_run(code: int, out: str, host, kind: str) -> None:
     assert code == 0, out[-4000:]
     assert not host.failure_file.exists()
-    ranks = [_rank_lines(out, r) for r in (0, 1)]
+    ranks = [_rank_lines(host, r) for r in (0, 1)]
     for text in ranks:
         assert f"config strategy={kind} replicas=2" in text, text[-2000:]
     digests = [re.findall(r"weights_sha256=([0-9a-f]{64})", text) for text in ranks]
@@ -100,4 +105,4 @@ def test_smddp_without_the_library_fails_naming_it(tmp_path: Path, digits_npz, h
     assert code != 0
     reason = host.failure_file.read_text()
     assert "smdistributed" in reason, reason
-    assert "Traceback" not in out, out[-3000:]
+    assert not any("Traceback" in _rank_lines(host, r) for r in (0, 1)), out[-3000:]

@@ -129,3 +129,23 @@ def test_strategy_is_the_one_the_entrypoint_builds(tmp_path: Path) -> None:
     host = make_host(tmp_path, "algo-1", ["algo-1"], channels={}, hyperparameters={"cpu_replicas": 2})
     out = _run(STRATEGY, host.env, tuple(host.args), timeout=240)
     assert out.strip().splitlines()[-1] == "MirroredStrategy 2 True 64 True"
+
+
+def test_each_output_line_is_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    # mpirun --tag-output forwards what a rank writes chunk by chunk: a line written in two pieces
+    # (print() under PYTHONUNBUFFERED writes the text, then the newline) can be cut by another rank.
+    from smtrain_tf.contract.log import say
+
+    writes: list[str] = []
+
+    class Recorder:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            writes.append("<flush>")
+
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    say("epoch=1 loss=0.5")
+    assert writes == ["epoch=1 loss=0.5\n", "<flush>"]

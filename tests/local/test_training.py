@@ -18,7 +18,7 @@ import pytest
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.demo_data import write_digits
 from tests.local.support import Background, alive, make_plan
-from tests.support.horovod_env import DOUBLES_DIR, horovod_python
+from tests.support.horovod_env import DOUBLES_DIR, horovod_python, rank_output
 
 pytestmark = pytest.mark.slow
 
@@ -116,18 +116,24 @@ def test_mpi_strategies_run_two_hosts_through_one_local_mpirun(tmp_path: Path, d
     # smdistributed exists only in SageMaker's images: its test double stands in (on PYTHONPATH).
     if strategy == "smddp":
         monkeypatch.setenv("PYTHONPATH", str(DOUBLES_DIR))
-    plan = digits_plan(tmp_path, digits, tensorflow={"version": "2.13" if strategy == "horovod" else "2.11"},
+    plan = digits_plan(tmp_path, digits, tensorflow={"version": "2.12" if strategy == "horovod" else "2.11"},
                        compute={"nodes": 2, "instance_type": "ml.p4d.24xlarge", "max_run": 600},
-                       distribution={"strategy": strategy, "processes_per_host": 1},
+                       # Each rank's output also goes to its own files (see rank_output).
+                       distribution={"strategy": strategy, "processes_per_host": 1,
+                                     "mpi_options": f"--output-filename {tmp_path / 'ranks'}"},
                        training={"model": "mlp", "epochs": 2, "batch_size_per_replica": 32, "seed": 3})
     backend = LocalBackend(tmp_path / "home")
     stream = io.StringIO()
     job = backend.run(local_request(plan, strategy), stream=stream, grace=5, python=str(horovod_python()))
     text = stream.getvalue()
     assert job.status == "Completed", text[-3000:]
-    # mpirun runs on the first host and its --tag-output names each rank, as in SageMaker's logs.
-    assert f"[algo-1] [1,0]<stdout>:config strategy={strategy} replicas=2 workers=2" in text
-    assert f"[algo-1] [1,1]<stdout>:config strategy={strategy}" in text
+    # mpirun runs on the first host and its --tag-output names each rank, as in SageMaker's logs;
+    # what each rank printed is read from its own file: in that stream the ranks' lines interleave.
+    assert re.search(r"^\[algo-1\] \[1,[01]\]<stdout>:", text, re.M), text[-3000:]
+    assert "[1,0]<stdout>:" in text and "[1,1]<stdout>:" in text
+    for rank in (0, 1):
+        printed = rank_output(tmp_path / "ranks", rank)
+        assert f"config strategy={strategy} replicas=2 workers=2" in printed, printed[-3000:]
     with tarfile.open(job.model_artifacts) as tar:
         assert "1/saved_model.pb" in tar.getnames()
     assert not any(alive(p["pid"]) for p in backend.store.read(strategy)["processes"])

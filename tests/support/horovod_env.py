@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 from collections.abc import Iterable, Mapping
 
@@ -76,7 +77,9 @@ def mpirun_base(
     """The ``mpirun`` argv prefix that starts ``np`` ranks on this machine.
 
     ``env`` is the environment mpirun will be started with (default: ``os.environ``); only the
-    variables set there are passed with ``-x``. Add ``--tag-output`` to tell ranks' lines apart.
+    variables set there are passed with ``-x``. To check what a rank printed, add
+    ``--output-filename DIR`` and read it with ``rank_output(DIR, rank)``, never from mpirun's
+    own stream (see ``rank_output``).
 
     Flags, as measured on a 2-core container running as root (Open MPI 4.1):
     - ``--allow-run-as-root`` (only when uid is 0): without it mpirun refuses to start.
@@ -113,3 +116,22 @@ def mpirun_base(
         if name in environ:
             argv += ["-x", name]
     return argv
+
+
+# The tag --tag-output puts before every chunk of a rank's output: [jobid,rank]<stream>:
+_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err|diag)>:")
+
+
+def rank_output(output_dir: os.PathLike[str] | str, rank: int, streams: Iterable[str] = ("stdout",)) -> str:
+    """What ``rank`` wrote, from the files ``mpirun --output-filename output_dir`` keeps per rank.
+
+    mpirun's own stdout cannot be read line by line: Open MPI forwards a rank's output in the
+    chunks it happens to read from the rank's pipe and tags each chunk without ending it with a
+    newline, so another rank's chunk can land inside a line (a Python rank under PYTHONUNBUFFERED
+    writes a print()'s text and its newline in two write() calls; a busy rank's lines are cut at
+    read boundaries too). Nothing is lost: each rank's file holds all its chunks in order, so with
+    the tags removed it is exactly what the rank wrote.
+    """
+    [rank_dir] = pathlib.Path(output_dir).glob(f"*/rank.{rank}")  # <output_dir>/<job>/rank.<N>/
+    text = "".join((rank_dir / s).read_text(errors="replace") for s in streams if (rank_dir / s).exists())
+    return _TAG.sub("", text)

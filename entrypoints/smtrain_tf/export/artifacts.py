@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from ..contract.log import say
 from ..training.keras_compat import keras, keras_file_kwargs
 
 SAVED_MODEL_VERSION = "1"  # TF Serving loads <model_dir>/<version>/
@@ -25,7 +26,7 @@ def _clone(model: Any, weights: List[np.ndarray]) -> Any:
         clone = keras.models.clone_model(model)
     except (TypeError, ValueError, NotImplementedError) as exc:
         # Subclassed models cannot always be cloned; the original still saves.
-        print(f"warning: the model cannot be cloned for export ({exc}); saving it as trained", flush=True)
+        say(f"warning: the model cannot be cloned for export ({exc}); saving it as trained")
         return model
     clone.set_weights(weights)
     return clone
@@ -77,7 +78,7 @@ def _save_keras(model: Any, model_dir: str) -> Optional[str]:
         model.save(tmp, **keras_file_kwargs())
     except (TypeError, ValueError, NotImplementedError) as exc:
         # Some user models (subclassed, custom layers without get_config) cannot be written this way.
-        print(f"warning: could not write {KERAS_FILE} ({exc}); the SavedModel is complete", flush=True)
+        say(f"warning: could not write {KERAS_FILE} ({exc}); the SavedModel is complete")
         return None
     os.replace(tmp, final)
     return final

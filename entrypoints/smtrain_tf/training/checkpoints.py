@@ -21,6 +21,7 @@ from typing import Any, List, Optional
 import tensorflow as tf
 
 from ..contract.errors import TrainingFailure
+from ..contract.log import say
 from ..distribute.choice import MWMS
 
 
@@ -89,7 +90,7 @@ class Checkpointer:
                 return path
             except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways (IndexError included)
                 problems.append(f"{os.path.basename(path)}: {_short(exc)}")
-                print(f"warning: checkpoint {path} cannot be restored ({_short(exc)})", flush=True)
+                say(f"warning: checkpoint {path} cannot be restored ({_short(exc)})")
         raise TrainingFailure(f"no usable checkpoint in {self.directory}: {problems[0]}; did the model, optimizer "
                               "or mixed_precision change? Remove the checkpoints or set checkpoint_dir to start afresh")
 
