@@ -54,6 +54,7 @@ if model:
     print(f"model        {model}  (holds: {', '.join(top)})")
     print(f"output       {Path(model).with_name('output.tar.gz')}")
 print(f"wall time    {wall}s for the run (TensorFlow start-up included)")
-print(f"logs         smtrain logs {job['name']}    status: smtrain status {job['name']}")
+# As runnable as printed: smtrain lives in the repository's .venv (or `source .venv/bin/activate`).
+print(f"logs         .venv/bin/smtrain logs {job['name']}    status: .venv/bin/smtrain status {job['name']}")
 PY
 exit "$status"

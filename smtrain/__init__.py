@@ -17,6 +17,7 @@ Shared by every stage, and importing nothing above them:
     errors.py      UserError: a message for a person and its exit code
     exit_codes.py  the process exit codes CI relies on
     jobs.py        what a backend reports about a job (JobInfo, LogEvent, Backend), polling knobs
-    redact.py      secret masking for everything printed
+    redact.py      secret masking for everything printed or written for people: mask_data, mask_text
+    secret_values.py  the known secret values, found in text in one pass (redact's index)
     aws_config.py  the default AWS region, read without boto3
 """

@@ -8,3 +8,4 @@ API = 4  # AWS API, credential, network or upload error: nothing was half-made
 INTERNAL = 70  # a bug in smtrain (EX_SOFTWARE); --debug shows the traceback
 TIMEOUT = 124  # `wait --timeout` ran out (as timeout(1) does)
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+OUTPUT_CLOSED = 141  # the reader of stdout went away (`| head`): 128 + SIGPIPE, as a shell reports it

@@ -1,58 +1,242 @@
-"""Keeping secret values out of everything smtrain prints.
+"""Keeping secret values out of everything smtrain prints, and out of the files it writes for people.
 
-Two sources of secrets: environment variables of this process whose names look secret (AWS
-credentials among them), and values a command learns while it runs (the spec's `environment`
-entries with secret-looking names), which it registers with :func:`remember`.
+What counts as secret:
+
+- names (:func:`looks_secret`): environment variables, hyperparameters and other keys such as
+  DB_PASSWORD, API_TOKEN, aws_secret_access_key, apiKey or SIGNING_KEY;
+- known values: those of secret-looking variables of this process (AWS credentials among them),
+  read on first use, and those of secret-looking names in the spec, registered with
+  :func:`remember` as soon as the spec is read; smtrain.secret_values says which are searched for
+  inside free text (at least 6 letters or digits; under 16 characters only as a whole token);
+- value shapes, whatever the name: AWS access key ids (AKIA/ASIA) and the 40-character secret keys
+  in the same text, private key blocks, the password of a URL, well-known token formats, bearer
+  tokens, and the value in `name=value`, `--name value` or `"name": value` when the name looks secret.
+
+Masking is structural: :func:`mask_data` changes only the string values of the data before it is
+rendered (so JSON and YAML stay valid; a value under a secret-looking key becomes ``****`` whole),
+:func:`mask_text` masks a finished message, traceback or log line, and :class:`StreamMasker` masks a
+stream line by line, where a private key block spans lines.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-_SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|PASS$|PWD|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|"
-                          r"AUTH|SESSION|_KEY$|^KEY$)", re.IGNORECASE)
+from smtrain.secret_values import KnownValues
+
 MASK = "****"
-# Process variables whose names match but which hold no secret (and common values, such as the
-# working directory, that masking would garble everywhere).
-_NOT_SECRET = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER", "DESKTOP_SESSION"})
-_NOT_SECRET_PREFIXES = ("XDG_SESSION_", "DBUS_SESSION_")
-# Shorter values would mask ordinary words all over the output. Credentials are long; a value
-# the spec itself names as secret is masked from this length on.
-_MIN_ENV_SECRET = 8
-_MIN_SPEC_SECRET = 4
 
-_remembered: set[str] = set()
+# Names. A word that is secret on its own (a substring would catch max_tokens and tokenizer for
+# "token", author for "auth"); a few forms that are secret wherever they stand in a name (PGPASSWORD);
+# and a name whose last word is "key".
+_SECRET_IN_NAME = re.compile(r"pass(?:word|wd|phrase)|secret|credential|private_?key|api_?key|access_?key|"
+                             r"token(?!s|iz|is)", re.IGNORECASE)
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_SECRET_WORDS = frozenset({"pass", "pwd", "pw", "auth", "authorization", "cookie", "jwt", "apikey", "dsn"})
+# Variables of this process whose names match but which hold no secret.
+_NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
+
+_PEM_BEGIN_RE = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"  # RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK
+_PEM_END_RE = r"-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+_PEM_BEGIN = re.compile(_PEM_BEGIN_RE)
+_PEM_END = re.compile(_PEM_END_RE)
+
+# Value shapes, one pass. Where a group is named, only that group is masked.
+_SHAPES = re.compile("|".join((
+    # A private key block; cut short (no END), everything after its header.
+    rf"{_PEM_BEGIN_RE}(?:.*?{_PEM_END_RE}|.*)",
+    r"(?<![A-Za-z0-9])(?P<akid>(?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])",
+    # Tokens by their documented prefixes: GitHub, GitLab, Hugging Face, Slack, OpenAI/Anthropic,
+    # Stripe, Google API keys, npm, PyPI; and JSON Web Tokens.
+    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|"
+    r"hf_[A-Za-z0-9]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{32,}|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|"
+    r"AIza[A-Za-z0-9_-]{35}|npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}|"
+    r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*:(?P<urlpw>[^\s/?#@]+)@",
+    r"(?:\b[Bb]earer|(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|token))\s+(?P<bearer>[A-Za-z0-9._~+/-]{8,}=*)",
+)), re.DOTALL)
+# An AWS secret access key: 40 characters of base64 with both cases; masked where the same text holds
+# an access key id (a lone 40-character token may as well be anything else).
+_AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+                             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# `--name value`, `--name=value`, `name=value` and `"name": value`: the name is asked of looks_secret.
+_LABEL = re.compile(r"(?<![\w.-])(?:--?(?P<flag>[A-Za-z_][\w.-]*)(?:=|[ \t]+)"
+                    r"|(?P<q>[\"'])(?P<quoted>[A-Za-z_][\w.-]*)(?P=q)[ \t]*[:=][ \t]*"
+                    r"|(?P<name>[A-Za-z_][\w.-]*)=(?!=))")
+_LABELLED_VALUE = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;&)}\]]+)")
+_FLAG = re.compile(r"--?(?P<name>[A-Za-z_][\w.-]*)")
+
+_known = KnownValues()
+_environment_read = False
 
 
+@functools.lru_cache(maxsize=4096)  # log lines repeat the same few `name=value` labels
 def looks_secret(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    """Whether a variable, hyperparameter or key called `name` holds a secret."""
+    if _SECRET_IN_NAME.search(name):
+        return True
+    words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    return bool(words) and (words[-1] == "key" or not _SECRET_WORDS.isdisjoint(words))
 
 
-def mask_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """Environment values whose names look secret, hidden for printing."""
-    return {k: (MASK if looks_secret(k) else v) for k, v in env.items()}
+def _leaves(value: object) -> Iterable[str]:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None:
+        yield str(value)
 
 
-def remember(values: Mapping[str, object]) -> None:
-    """Register the values of secret-looking names (e.g. the spec's environment) for :func:`redact`."""
-    _remembered.update(str(v) for k, v in values.items() if looks_secret(k) and v is not None)
+def remember(values: object) -> None:
+    """Register the values of secret-looking names in a mapping (a spec's environment or
+    hyperparameters; nested mappings followed), so that every later output masks them."""
+    if not isinstance(values, Mapping):
+        return
+    for name, value in values.items():
+        if isinstance(name, str) and looks_secret(name):
+            for leaf in _leaves(value):
+                _known.add(leaf)
+        elif isinstance(value, Mapping):
+            remember(value)
 
 
-def _secret_values(env: Mapping[str, str]) -> list[str]:
-    found = {v for k, v in env.items()
-             if looks_secret(k) and k not in _NOT_SECRET and not k.startswith(_NOT_SECRET_PREFIXES)
-             and len(v) >= _MIN_ENV_SECRET}
-    found |= {v for v in _remembered if len(v) >= _MIN_SPEC_SECRET}
-    # Longest first, so a secret that contains another is masked whole.
-    return sorted(found, key=len, reverse=True)
+def _known_values() -> KnownValues:
+    global _environment_read
+    if not _environment_read:
+        _environment_read = True
+        for name, value in os.environ.items():
+            if looks_secret(name) and name not in _NOT_SECRET_ENV:
+                _known.add(value)
+    return _known
 
 
-def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """`text` with every known secret value replaced by ``****``."""
-    for value in _secret_values(os.environ if env is None else env):
-        if value in text:
-            text = text.replace(value, MASK)
-    return text
+def _forget() -> None:
+    """Tests only: drop every known value; the process environment is read again on next use."""
+    global _known, _environment_read
+    _known, _environment_read = KnownValues(), False
 
+
+def _shape_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    access_key_id = False
+    for m in _SHAPES.finditer(text):
+        group = next((g for g in ("urlpw", "bearer") if m.group(g) is not None), None)
+        spans.append(m.span(group) if group else m.span())
+        access_key_id = access_key_id or m.group("akid") is not None
+    if access_key_id:
+        spans += [m.span() for m in _AWS_SECRET_KEY.finditer(text)]
+    return spans
+
+
+def _label_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for m in _LABEL.finditer(text):
+        name = m.group("flag") or m.group("quoted") or m.group("name")
+        if not looks_secret(name):
+            continue
+        value = _LABELLED_VALUE.match(text, m.end())
+        if value is not None:
+            group = next(g for g in ("dq", "sq", "bare") if value.group(g) is not None)
+            if value.group(group):
+                spans.append(value.span(group))
+    return spans
+
+
+def _apply(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with the union of `spans` replaced, each stretch of overlapping ones by one MASK."""
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if end <= pos:
+            continue
+        if start > pos:
+            out.append(text[pos:start])
+            out.append(MASK)
+        elif not out or out[-1] != MASK:
+            out.append(MASK)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def mask_text(text: str) -> str:
+    """`text` with every known secret value and every secret-shaped value replaced by ``****``."""
+    if not text:
+        return text
+    spans = _known_values().spans(text) + _shape_spans(text) + _label_spans(text)
+    return _apply(text, spans) if spans else text
+
+
+def _pair_name(mapping: Mapping[Any, Any]) -> str | None:
+    """The name of an AWS-style name/value pair ({"Key": n, "Value": v} or {"Name": n, "Value": v})."""
+    if len(mapping) != 2 or not all(isinstance(k, str) for k in mapping):
+        return None
+    keys = {k.lower(): k for k in mapping}
+    name = keys.get("key", keys.get("name"))
+    if name is None or "value" not in keys or not isinstance(mapping[name], str):
+        return None
+    return mapping[name]
+
+
+def _mask_mapping(mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+    pair = _pair_name(mapping)
+    out = {}
+    for key, value in mapping.items():
+        if pair is not None:
+            secret = key.lower() == "value" and looks_secret(pair)
+        else:
+            secret = isinstance(key, str) and looks_secret(key)
+        out[key] = MASK if secret and value is not None else mask_data(value)
+    return out
+
+
+def _mask_list(items: Iterable[Any]) -> list[Any]:
+    """Items masked one by one; in an argument list, the value after a `--secret-name` flag too."""
+    out = []
+    after_secret_flag = False
+    for item in items:
+        out.append(MASK if after_secret_flag and item is not None else mask_data(item))
+        flag = _FLAG.fullmatch(item) if isinstance(item, str) else None
+        after_secret_flag = flag is not None and looks_secret(flag.group("name"))
+    return out
+
+
+def mask_data(obj: Any) -> Any:
+    """A copy of `obj` (mappings, lists, scalars) safe to render: values under secret-looking keys
+    become ``****``, and strings are masked as by :func:`mask_text`. Only string values change."""
+    if isinstance(obj, str):
+        return mask_text(obj)
+    if isinstance(obj, Mapping):
+        return _mask_mapping(obj)
+    if isinstance(obj, (list, tuple)):
+        return _mask_list(obj)
+    if obj is None or isinstance(obj, (bool, int, float, dt.date, dt.time)):
+        return obj
+    return mask_text(str(obj))  # anything else would be rendered through str() anyway
+
+
+class StreamMasker:
+    """mask_text for streams of lines, one state per source (a host): a private key block
+    printed over several lines is masked from its header to its END line."""
+
+    def __init__(self) -> None:
+        self._in_key: set[str] = set()
+
+    def __call__(self, source: str, line: str) -> str:
+        if source in self._in_key:
+            end = _PEM_END.search(line)
+            if end is None:
+                return MASK
+            self._in_key.discard(source)
+            return MASK + self(source, line[end.end():])
+        begins = list(_PEM_BEGIN.finditer(line))
+        if begins and not _PEM_END.search(line, begins[-1].end()):
+            self._in_key.add(source)
+        return mask_text(line)

@@ -1,13 +1,18 @@
 """Stage 3, Plan -> Request: the deterministic, content-addressed sourcedir.tar.gz, and the job's name.
 
-    build.py         build_bundle(): entrypoint + source dir + requirements -> Bundle, every refusal
-    walk.py          the walk over a tree: archive order, links checked, secret-looking files noted
-    ignore.py        .smtrainignore and .gitignore rules (gitignore syntax, pathspec)
-    secret_guard.py  which file names look like secrets
-    archive.py       the deterministic tar.gz bytes
-    model.py         Bundle, BundleFile, PlannedFile, BundleError
-    entrypoint.py    where the bundled TensorFlow entrypoint (entrypoints/) is, its metric definitions
-    request.py       Request (plan, job name, bundle, where it goes) and make_request()
+    build.py           plan_bundle(): entrypoint + source dir + requirements -> PlannedBundle, every
+                       refusal and warning, nothing packed; build_bundle(): that, packed -> Bundle
+    walk.py            the walk over a tree: archive order, links checked, secret-looking names and
+                       special files noted
+    ignore.py          .smtrainignore and .gitignore rules (gitignore syntax, pathspec); the line
+                       that leaves out one file
+    secret_guard.py    which file paths look like secrets
+    secret_content.py  which file heads hold a secret (private keys, AWS key pairs, Google credentials)
+    sizes.py           large files warned about, hopeless totals refused early, the size error
+    archive.py         the deterministic tar.gz bytes
+    model.py           Bundle, PlannedBundle, BundleFile, PlannedFile, BundleError
+    entrypoint.py      where the bundled TensorFlow entrypoint (smtrain_entry, smtrain_tf) is installed
+    request.py         Request (plan, job name, bundle, where it goes), make_request(), check_bundle()
 
 May import: plan, spec and the shared modules. Never a backend.
 """

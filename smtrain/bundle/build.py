@@ -24,8 +24,14 @@ Layout decisions:
 * Symbolic links are followed and stored as the file (or directory) they point to, so the
   archive never contains a link. A link whose target lies outside its tree, a broken link and a
   link back to one of its own parent directories are errors.
-* Sockets, FIFOs and device files cannot be archived; they are skipped and listed in
-  ``Bundle.skipped`` so the caller can warn about them.
+* Sockets, FIFOs and device files cannot be archived; they are skipped, listed in
+  ``Bundle.skipped`` and named in a warning.
+
+Refusals and warnings come from plan_bundle(), before anything is packed, so that `validate`
+and `plan` run the very checks of a build: secret-looking files, by name (secret_guard.py) or by
+content (secret_content.py), unless code.allow_secrets lets them ship; bad links; clashes with
+the entry point; a total that cannot fit code.max_bundle_size (sizes.py). Warnings name skipped
+special files and source files over 10 MB, with the .smtrainignore lines that leave them out.
 
 Ignore rules (source dir only), strongest first:
 
@@ -52,27 +58,20 @@ from pathlib import Path
 import pathspec
 
 from smtrain.bundle.archive import TooLarge, sort_key, write_archive
-from smtrain.bundle.ignore import source_rules
-from smtrain.bundle.model import ARCHIVE_NAME, REQUIREMENTS_NAME, Bundle, BundleError, PlannedFile
-from smtrain.bundle.walk import walk_tree
+from smtrain.bundle.ignore import SMTRAINIGNORE, source_rules
+from smtrain.bundle.model import (
+    ARCHIVE_NAME,
+    REQUIREMENTS_NAME,
+    Bundle,
+    BundleError,
+    PlannedBundle,
+    PlannedFile,
+)
+from smtrain.bundle.secret_content import read_head, secret_in
+from smtrain.bundle.sizes import human, large_files_warning, refuse_hopeless, size_error
+from smtrain.bundle.walk import skipped_warning, walk_tree
 
-
-def _human(num_bytes: int) -> str:
-    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
-        if num_bytes >= scale:
-            return f"{num_bytes / scale:.1f} {unit} ({num_bytes} bytes)"
-    return f"{num_bytes} bytes"
-
-
-def _size_error(size: int, exact: bool, max_size: int, planned: list[PlannedFile]) -> BundleError:
-    largest = sorted(planned, key=lambda p: (-p.size, p.path))[:5]
-    listing = "\n".join(f"  {p.path}  {_human(p.size)}" for p in largest)
-    amount = _human(size) if exact else f"more than {_human(size)}"
-    return BundleError(
-        f"the code bundle is {amount} compressed, over the limit of {_human(max_size)}.\n"
-        f"Largest files:\n{listing}\n"
-        "Leave data out of code.source_dir (list it in .smtrainignore) and read it from S3 instead."
-    )
+_REQUIREMENTS_FIELD = ("code", "requirements")
 
 
 def _resolve_requirements(requirements: Path | str, source_dir: Path | None) -> Path:
@@ -80,9 +79,9 @@ def _resolve_requirements(requirements: Path | str, source_dir: Path | None) -> 
     if not path.is_absolute() and source_dir is not None:
         path = source_dir / path
     if not path.exists():
-        raise BundleError(f"requirements file not found: {path}")
+        raise BundleError(f"requirements file not found: {path}", _REQUIREMENTS_FIELD)
     if not path.is_file():
-        raise BundleError(f"requirements file is not a regular file: {path}")
+        raise BundleError(f"requirements file is not a regular file: {path}", _REQUIREMENTS_FIELD)
     return path
 
 
@@ -103,7 +102,41 @@ def _entrypoint_roots(entrypoint: Path | Sequence[Path] | None) -> list[tuple[Pa
     return roots
 
 
-def build_bundle(
+def _refuse_secrets(
+    named: list[tuple[str, str]], files: list[PlannedFile], allow: Sequence[str], problems: list[str]
+) -> None:
+    """Refuse source files that look like secrets by name or hold one, unless `allow` lets them ship.
+
+    Each remaining file's head is read once; one that cannot be read becomes a problem now rather
+    than when it is archived.
+    """
+    allowed = pathspec.GitIgnoreSpec.from_lines(list(allow))
+    by_name = dict(named)
+    refused = []
+    for f in files:
+        if allowed.match_file(f.path):
+            continue
+        if f.path in by_name:
+            refused.append(by_name[f.path])
+            continue
+        try:
+            head = read_head(f.source, f.size)
+        except OSError as exc:
+            problems.append(f"cannot read {f.path}: {exc.strerror or exc}")
+            continue
+        found = secret_in(head) if head is not None else None
+        if found:
+            refused.append(f"{f.path} ({found})")
+    if refused:
+        raise BundleError(
+            "refusing to upload files that look like secrets:\n"
+            + "\n".join(f"  {s}" for s in refused)
+            + "\nIf they are meant to ship with the code, add their paths to code.allow_secrets; "
+            f"otherwise list them in {SMTRAINIGNORE}."
+        )
+
+
+def plan_bundle(
     entrypoint: Path | Sequence[Path] | None,
     source_dir: Path | None = None,
     requirements: Path | str | None = None,
@@ -112,24 +145,18 @@ def build_bundle(
     allow: Sequence[str] = (),
     max_size: int | None = None,
     exclude_entrypoint_files: Sequence[str] = (),
-) -> Bundle:
-    """Build the archive from the entry point, the user's source dir and requirements file.
+) -> PlannedBundle:
+    """Every file of the archive, with every refusal and warning, without packing anything.
 
-    `entrypoint` is a directory whose contents go to the archive's root, or a list of files and
-    directories that go there under their own names (the installed smtrain_entry.py and smtrain_tf/).
-
-    `requirements` is relative to `source_dir` when that is given (else to the working
-    directory) unless absolute. `allow` holds gitignore-style patterns of archive paths that may
-    ship although they look like secrets; `exclude_entrypoint_files` holds gitignore-style
-    patterns of entry point files to leave out. `max_size` limits the compressed size in bytes.
-    Raises BundleError with a message for the user on any problem.
+    The arguments are build_bundle's. `validate` and `plan` stop here; build_bundle goes on to
+    write the archive. Raises BundleError with a message for the user on any problem.
     """
     if max_size is not None and max_size < 0:
         raise ValueError("max_size cannot be negative")
     if isinstance(allow, str) or isinstance(exclude_entrypoint_files, str):
         raise TypeError("allow and exclude_entrypoint_files take a sequence of patterns, not a string")
 
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     problems: list[str] = []
 
     entry_files: list[PlannedFile] = []
@@ -147,7 +174,6 @@ def build_bundle(
     entry_files = [f for f in entry_files if not excluded.match_file(f.path)]
 
     source_files: list[PlannedFile] = []
-    secrets: list[tuple[str, str]] = []
     if source_dir is not None:
         source_dir = Path(source_dir)
         if not source_dir.exists():
@@ -166,21 +192,11 @@ def build_bundle(
         source_files = walk.files
         skipped += walk.skipped
         problems += walk.problems
-        secrets = walk.secrets
+        if not problems:
+            _refuse_secrets(walk.secrets, source_files, allow, problems)
 
     if problems:
         raise BundleError("cannot bundle the code:\n" + "\n".join(f"  {p}" for p in problems))
-
-    if secrets:
-        allowed = pathspec.GitIgnoreSpec.from_lines(list(allow))
-        refused = [shown for rel, shown in secrets if not allowed.match_file(rel)]
-        if refused:
-            raise BundleError(
-                "refusing to upload files that look like secrets:\n"
-                + "\n".join(f"  {s}" for s in refused)
-                + "\nIf they are meant to ship with the code, add their paths to code.allow_secrets; "
-                "otherwise list them in .smtrainignore."
-            )
 
     if requirements is not None:
         req_path = _resolve_requirements(requirements, source_dir)
@@ -190,7 +206,8 @@ def build_bundle(
                 raise BundleError(
                     f"code.source_dir has its own {REQUIREMENTS_NAME} while code.requirements points "
                     f"to another file ({req_path}); remove one of them, or point code.requirements "
-                    f"at {REQUIREMENTS_NAME}"
+                    f"at {REQUIREMENTS_NAME}",
+                    _REQUIREMENTS_FIELD,
                 )
             source_files.remove(at_root)  # the same file: ship it once
         st = os.stat(req_path)
@@ -217,19 +234,49 @@ def build_bundle(
         )
 
     planned = sorted(entry_files + source_files, key=lambda p: sort_key(p.path))
+    refuse_hopeless(planned, max_size)
+    skipped.sort(key=lambda item: sort_key(item[0]))
+    warnings = [w for w in (skipped_warning(skipped), large_files_warning(planned)) if w]
+    return PlannedBundle(tuple(planned), tuple(rel for rel, _ in skipped), tuple(warnings), max_size)
+
+
+def write_bundle(planned: PlannedBundle) -> Bundle:
+    """Pack a planned bundle into the archive, held to its size limit."""
+    max_size = planned.max_size
     try:
-        data, files = write_archive(planned, max_size)
+        data, files = write_archive(list(planned.files), max_size)
     except TooLarge as stop:
         assert max_size is not None
-        raise _size_error(stop.compressed, False, max_size, planned) from None
+        raise size_error(f"more than {human(stop.compressed)}", max_size, planned.files) from None
     if max_size is not None and len(data) > max_size:
-        raise _size_error(len(data), True, max_size, planned)
-    return Bundle(
-        data=data,
-        sha256=hashlib.sha256(data).hexdigest(),
-        files=files,
-        skipped=tuple(sorted(skipped, key=sort_key)),
-    )
+        raise size_error(human(len(data)), max_size, planned.files)
+    return Bundle(data=data, sha256=hashlib.sha256(data).hexdigest(), files=files, skipped=planned.skipped,
+                  warnings=planned.warnings)
+
+
+def build_bundle(
+    entrypoint: Path | Sequence[Path] | None,
+    source_dir: Path | None = None,
+    requirements: Path | str | None = None,
+    *,
+    use_gitignore: bool = True,
+    allow: Sequence[str] = (),
+    max_size: int | None = None,
+    exclude_entrypoint_files: Sequence[str] = (),
+) -> Bundle:
+    """Build the archive from the entry point, the user's source dir and requirements file.
+
+    `entrypoint` is a directory whose contents go to the archive's root, or a list of files and
+    directories that go there under their own names (the installed smtrain_entry.py and smtrain_tf/).
+
+    `requirements` is relative to `source_dir` when that is given (else to the working
+    directory) unless absolute. `allow` holds gitignore-style patterns of archive paths that may
+    ship although they look like secrets; `exclude_entrypoint_files` holds gitignore-style
+    patterns of entry point files to leave out. `max_size` limits the compressed size in bytes.
+    Raises BundleError with a message for the user on any problem; warnings are in Bundle.warnings.
+    """
+    return write_bundle(plan_bundle(entrypoint, source_dir, requirements, use_gitignore=use_gitignore, allow=allow,
+                                    max_size=max_size, exclude_entrypoint_files=exclude_entrypoint_files))
 
 
 def s3_key_for(output_uri: str, bundle: Bundle) -> str:

@@ -1,4 +1,4 @@
-"""Where the bundled TensorFlow entrypoint is installed, and the metric definitions it publishes.
+"""Where the bundled TensorFlow entrypoint is installed.
 
 The distribution ships it as two top-level names, from the repository's entrypoints/ folder:
 `smtrain_entry` (the program SageMaker runs) and `smtrain_tf` (its package). They are found by
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 from pathlib import Path
-from typing import Any
 
 ENTRY_MODULE = "smtrain_entry"
 PACKAGE = "smtrain_tf"
@@ -30,10 +28,3 @@ def _located(name: str) -> Path:
 def entrypoint_parts() -> tuple[Path, Path]:
     """The entry program (smtrain_entry.py) and its package directory (smtrain_tf/), as installed."""
     return _located(ENTRY_MODULE), _located(PACKAGE).parent
-
-
-@functools.lru_cache(maxsize=1)
-def metric_definitions() -> tuple[dict[str, Any], ...]:
-    """SageMaker MetricDefinitions matching the metric lines the entrypoint prints."""
-    path = entrypoint_parts()[1] / "metric_definitions.json"
-    return tuple(json.loads(path.read_text(encoding="utf-8")))

@@ -8,6 +8,7 @@ Global git excludes are never read, since they differ per machine.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,18 @@ from smtrain.bundle.model import BundleError
 SMTRAINIGNORE = ".smtrainignore"
 
 Check = Callable[[str], "bool | None"]
+
+
+def ignore_line(path: str) -> str:
+    """The .smtrainignore line that leaves out exactly the file at archive path `path`.
+
+    Anchored to the source dir's root, with gitignore's special characters escaped so that a
+    name such as `run[1].log` means itself.
+    """
+    escaped = re.sub(r"[\\*?\[]", lambda m: "\\" + m.group(), path)
+    kept = escaped.rstrip(" ")
+    # Git drops trailing spaces unless each is escaped.
+    return "/" + kept + "\\ " * (len(escaped) - len(kept))
 
 
 def read_ignore_file(path: str) -> pathspec.GitIgnoreSpec | None:

@@ -11,7 +11,14 @@ Origin = str  # "entrypoint" | "source" | "requirements"
 
 
 class BundleError(ValueError):
-    """The code cannot be bundled; the message is meant for the user as is."""
+    """The code cannot be bundled; the message is meant for the user as is.
+
+    `field` is the spec field the problem is about, for the file:line:column of the message.
+    """
+
+    def __init__(self, message: str, field: tuple[str, ...] = ("code", "source_dir")) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class Bundle:
     sha256: str  # hex digest of data
     files: tuple[BundleFile, ...]  # regular files, in archive order
     skipped: tuple[str, ...] = ()  # special files (sockets, FIFOs...) left out, archive paths
+    warnings: tuple[str, ...] = ()  # for the user: files skipped, large files packed
 
     @property
     def size(self) -> int:
@@ -47,6 +55,16 @@ class Bundle:
 class PlannedFile:
     path: str  # archive path
     source: str  # file to read
-    size: int  # from stat, used only to name large files when the size limit stops us
+    size: int  # from stat: for the size checks and warnings; the archive records what it reads
     executable: bool
     origin: Origin
+
+
+@dataclass(frozen=True)
+class PlannedBundle:
+    """Every file the archive will hold, checked (secrets, links, clashes, size bound), not yet packed."""
+
+    files: tuple[PlannedFile, ...]  # archive order
+    skipped: tuple[str, ...]  # special files left out, archive paths
+    warnings: tuple[str, ...]  # for the user, one message each
+    max_size: int | None  # the compressed size limit the archive is held to

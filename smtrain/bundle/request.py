@@ -11,9 +11,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from smtrain.bundle.build import build_bundle, s3_key_for
+from smtrain.bundle.build import plan_bundle, s3_key_for, write_bundle
 from smtrain.bundle.entrypoint import entrypoint_parts
-from smtrain.bundle.model import Bundle
+from smtrain.bundle.model import Bundle, PlannedBundle
 from smtrain.plan.build import Plan
 
 # SageMaker's limit on TrainingJobName.
@@ -30,12 +30,17 @@ def new_job_name(prefix: str, now: dt.datetime | None = None, suffix: str | None
     return name
 
 
-def make_bundle(plan: Plan) -> Bundle:
-    """The sourcedir.tar.gz of this job: the bundled entrypoint plus the user's code."""
+def check_bundle(plan: Plan) -> PlannedBundle:
+    """The files of this job's bundle, every refusal and warning of a build, nothing packed (validate, plan)."""
     code = plan.spec.code
     source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
-    return build_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
-                        allow=code.allow_secrets, max_size=code.max_bundle_size)
+    return plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
+                       allow=code.allow_secrets, max_size=code.max_bundle_size)
+
+
+def make_bundle(plan: Plan) -> Bundle:
+    """The sourcedir.tar.gz of this job: the bundled entrypoint plus the user's code."""
+    return write_bundle(check_bundle(plan))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""Files that look like secrets (by name, or by the directory they sit in) are refused unless allowed."""
+"""Files that look like secrets by their path: their name, or the directory they sit in.
+
+What a file holds is checked in secret_content.py.
+"""
 
 from __future__ import annotations
 
@@ -32,12 +35,30 @@ SECRET_PATTERNS: tuple[str, ...] = (
     ".htpasswd",
     ".boto",
     ".dockercfg",
+    ".envrc",
+    "secrets.yaml",
+    "secrets.yml",
+    "secrets.json",
+    "application_default_credentials.json",
+    "*.tfstate",
+    "*.tfstate.backup",
+    "*.tfvars",
+    "*.tfvars.json",
+    ".*_history",  # .bash_history, .zsh_history, .python_history, .psql_history ...
+    ".history",
+    "fish_history",
+    ".s3cfg",
+    ".vault-token",
+    "*.ppk",
 )
 # Well-known templates and public keys: refusing them would only teach users to allow-list
 # everything.
 _SECRET_EXEMPT = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub")
 # Anything below a directory of this name is treated as a secret.
 _SECRET_DIRS = frozenset({".aws", ".ssh", ".gnupg", ".kube"})
+# Secrets only where they sit: .docker/config.json holds registry logins (a config.json elsewhere
+# is not suspect); gcloud keeps its tokens under .config/gcloud/.
+_SECRET_PATHS = re.compile(r"(?:^|/)(?:\.docker/config\.json$|\.config/gcloud/)")
 
 
 def _one_regex(patterns: Sequence[str]) -> re.Pattern[str]:
@@ -50,8 +71,9 @@ _SECRET_EXEMPT_RE = _one_regex(_SECRET_EXEMPT)
 
 
 def looks_secret(rel: str) -> bool:
+    """Whether the archive path `rel` names a secret-looking file."""
     parts = rel.lower().split("/")
-    if not _SECRET_DIRS.isdisjoint(parts[:-1]):
+    if not _SECRET_DIRS.isdisjoint(parts[:-1]) or _SECRET_PATHS.search(rel.lower()):
         return True
     name = parts[-1]
     return _SECRET_RE.match(name) is not None and _SECRET_EXEMPT_RE.match(name) is None

@@ -22,9 +22,20 @@ _BYTECODE_SUFFIXES = (".pyc", ".pyo")
 @dataclass
 class Walk:
     files: list[PlannedFile] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (archive path, what it is)
     problems: list[str] = field(default_factory=list)
     secrets: list[tuple[str, str]] = field(default_factory=list)  # (archive path, as shown)
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither a regular file nor a directory is, in a word or two."""
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
 
 
 def _is_venv(path: str, name: str) -> bool:
@@ -118,7 +129,7 @@ def walk_tree(
             if ignored:
                 continue
             if not stat.S_ISREG(st.st_mode):
-                out.skipped.append(rel)
+                out.skipped.append((rel, special_kind(st.st_mode)))
                 continue
 
             if check_secrets:
@@ -132,3 +143,15 @@ def walk_tree(
 
     visit(str(root), prefix, rules, frozenset({root_real}), False)
     return out
+
+
+def skipped_warning(skipped: list[tuple[str, str]]) -> str | None:
+    """A warning naming the special files the walk left out, or None."""
+    if not skipped:
+        return None
+    listing = "\n".join(f"  {rel}  ({kind})" for rel, kind in skipped)
+    one = len(skipped) == 1
+    return (f"{'a special file' if one else f'{len(skipped)} special files'} (FIFO, socket or device) cannot be "
+            f"archived and {'is' if one else 'are'} left out of the code bundle:\n{listing}\n"
+            f"List {'it' if one else 'them'} in {SMTRAINIGNORE} to leave {'it' if one else 'them'} out without "
+            "this warning.")

@@ -12,29 +12,33 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from smtrain import exit_codes
+from smtrain.cli.closed_output import ClosedOutputGroup
 from smtrain.errors import UserError
 from smtrain.jobs import JOB_STATUSES, exit_code_for
 from smtrain.plan.catalog import Catalog, CatalogError, load_catalog
-from smtrain.redact import redact
+from smtrain.redact import mask_text
 from smtrain.spec.problems import SpecError
 from smtrain.spec.units import parse_duration, parse_since, parse_size
 
 if TYPE_CHECKING:
+    from smtrain.bundle.model import BundleError
+    from smtrain.plan.build import Plan
     from smtrain.spec.model import LoadedSpec
+    from smtrain.spec.problems import Problem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(ctx: click.Context, message: str, code: int) -> None:
-    click.echo(redact(message), err=True)
+    click.echo(mask_text(message), err=True)
     ctx.exit(code)
 
 
 def _guard(fn: F) -> F:
     """Turn known failures into a message and an exit code; tracebacks only with --debug.
 
-    Everything printed here passes through redact(): no secret value reaches the terminal, not
-    even in a --debug traceback.
+    Everything printed here passes through mask_text(): no secret value reaches the terminal, not
+    even in a --debug traceback (the spec's secrets are registered as soon as it is read).
     """
 
     @functools.wraps(fn)
@@ -56,8 +60,8 @@ def _guard(fn: F) -> F:
             _fail(ctx, _traceback(exc) if debug else f"error: {exc}", exc.code)
         except KeyboardInterrupt:
             _fail(ctx, "interrupted", exit_codes.INTERRUPTED)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
+        except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):
+            raise  # BrokenPipeError: stdout's reader went away; the entry ends quietly (closed_output.py)
         except Exception as exc:  # a bug: say so plainly, keep the traceback for --debug
             _fail(ctx, _traceback(exc) if debug else
                   f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
@@ -72,13 +76,40 @@ def _traceback(exc: BaseException) -> str:
 
 def _catalog(ctx: click.Context) -> Catalog:
     root = ctx.find_root().params
-    return load_catalog(root.get("catalog"), root.get("prices"))
+    catalog = load_catalog(root.get("catalog"), root.get("prices"))
+    for note in catalog.notes:  # what a user's file was read as (an old field converted)
+        click.echo(f"note: {note}", err=True)
+    return catalog
 
 
 def _load(spec_file: str, overrides: tuple[str, ...]) -> LoadedSpec:
     from smtrain.spec.model import load_spec  # pydantic's model building is most of start-up: only when needed
 
-    return load_spec(spec_file, overrides)
+    # `smtrain --set a=b plan job.yaml` and `smtrain plan job.yaml --set a=b` both work; the
+    # command's own --set comes last, so it wins.
+    early = click.get_current_context().find_root().params.get("early_overrides") or ()
+    return load_spec(spec_file, (*early, *overrides))
+
+
+def _bundle_refusal(loaded: LoadedSpec, exc: BundleError) -> SpecError:
+    """A bundle refusal as a spec problem: at the code field it concerns, exit 2."""
+    return SpecError([loaded.problem(exc.field, str(exc))])
+
+
+def _check_bundle(loaded: LoadedSpec, plan: Plan) -> list[Problem]:
+    """Run every check of the code bundle (nothing packed); its warnings, at code.source_dir.
+
+    validate, plan and submit all call this, so they refuse and warn alike, and a submit warns
+    about large files before compressing them.
+    """
+    from smtrain.bundle.model import BundleError
+    from smtrain.bundle.request import check_bundle
+
+    try:
+        checked = check_bundle(plan)
+    except BundleError as exc:
+        raise _bundle_refusal(loaded, exc) from None
+    return [loaded.problem(("code", "source_dir"), w) for w in checked.warnings]
 
 
 spec_argument = click.argument("spec_file", metavar="SPEC", type=click.Path(dir_okay=False))
@@ -91,19 +122,23 @@ def output_option(*choices: str) -> Callable[[F], F]:
                         show_default=True, help="Output format.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=ClosedOutputGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for unexpected errors.")
 @click.option("--catalog", type=click.Path(dir_okay=False, path_type=Path), envvar="SMTRAIN_CATALOG",
               help="Your own instance catalog (YAML), merged over the bundled one. [env SMTRAIN_CATALOG]")
 @click.option("--prices", type=click.Path(dir_okay=False, path_type=Path), envvar="SMTRAIN_PRICES",
               help="A YAML/JSON map of instance type -> hourly price overriding the catalog's. "
                    "[env SMTRAIN_PRICES]")
+@click.option("--set", "early_overrides", multiple=True, metavar="FIELD=VALUE",
+              help="Override a spec field for the command that reads a spec (as its own --set).")
 @click.version_option(package_name="smtrain")
-def main(debug: bool, catalog: Path | None, prices: Path | None) -> None:
+def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides: tuple[str, ...]) -> None:
     """Launch TensorFlow training jobs on Amazon SageMaker GPUs from a YAML job spec.
 
     Exit codes: 0 ok/Completed, 1 Failed, 2 invalid spec or usage, 3 Stopped,
-    4 AWS/API error, 124 wait timed out, 130 interrupted.
+    4 AWS/API error or unknown job, 70 internal error (a bug: rerun with --debug),
+    124 wait timed out, 130 interrupted, 141 stdout closed by its reader.
     """
 
 
@@ -114,21 +149,27 @@ def main(debug: bool, catalog: Path | None, prices: Path | None) -> None:
 @_guard
 def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     """Check a job spec: every problem, with file:line:column. No AWS, no TensorFlow."""
-    from smtrain.cli.render import dump, echo_problems, problem_dict
+    from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
     from smtrain.plan.build import build_plan
+    from smtrain.plan.request_limits import local_only_problems
 
     try:
-        plan = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
+        loaded = _load(spec_file, overrides)
+        plan = build_plan(loaded, _catalog(click.get_current_context()))
+        warnings = plan.warnings + _check_bundle(loaded, plan)
     except SpecError as exc:
         if output == "json":
             dump({"valid": False, "problems": [problem_dict(p) for p in exc.problems]}, "json")
             click.get_current_context().exit(exit_codes.USAGE)
         raise
+    local = local_only_problems(plan)  # inputs/output on this machine: valid for --local only
     if output == "json":
-        dump({"valid": True, "problems": [], "warnings": [problem_dict(w) for w in plan.warnings]}, "json")
+        dump({"valid": True, "local_only": bool(local), "local_only_fields": [problem_dict(p) for p in local],
+              "problems": [], "warnings": [problem_dict(w) for w in warnings]}, "json")
         return
-    echo_problems(plan.warnings, label="warning")
-    click.echo(f"{spec_file}: valid ({plan.strategy} on {plan.nodes} x {plan.instance.name})")
+    echo_problems(warnings, label="warning")
+    echo_problems(local, label="local only")
+    click.echo(valid_text(spec_file, plan, local))
 
 
 @main.command()
@@ -141,11 +182,15 @@ def plan(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     from smtrain.cli.render import dump, plan_text
     from smtrain.plan.build import build_plan
 
-    result = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
+    loaded = _load(spec_file, overrides)
+    result = build_plan(loaded, _catalog(click.get_current_context()))
+    bundle_warnings = _check_bundle(loaded, result)
     if output == "json":
-        dump(result.summary(), "json")
+        summary = result.summary()
+        summary["warnings"] += [w.render() for w in bundle_warnings]
+        dump(summary, "json")
     else:
-        click.echo(plan_text(result))
+        click.echo(plan_text(result, bundle_warnings))
 
 
 def _parse_timeout(value: str | None) -> float | None:
@@ -155,6 +200,16 @@ def _parse_timeout(value: str | None) -> float | None:
         return float(parse_duration(value))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--timeout") from None
+
+
+def _check_job_name(value: str | None) -> None:
+    # SageMaker's rule for TrainingJobName, before anything runs: a local run names a directory after it.
+    # One line, exit 2 (a click callback would print the whole usage text).
+    from smtrain.spec.patterns import JOB_NAME
+
+    if value is not None and not JOB_NAME.matches(value):
+        raise UserError(f"invalid training job name {value!r} (--job-name): 1-63 letters, digits and hyphens, "
+                        "starting and ending with a letter or digit", exit_codes.USAGE)
 
 
 timeout_option = click.option("--timeout", metavar="DURATION",
@@ -187,16 +242,20 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     1 Failed, 3 Stopped).
     """
     from smtrain.bundle.model import BundleError
-    from smtrain.cli.render import dump
+    from smtrain.cli.render import dump, echo_problems
     from smtrain.plan.build import build_plan
     from smtrain.sagemaker import submit as submission
 
+    _check_job_name(job_name)
     seconds = _parse_timeout(timeout)
     if dry_run and (wait_ or logs_ or timeout or local_):
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
     if not local_ and (cpu_replicas or python_):
         raise click.UsageError("--cpu-replicas and --python apply to --local runs")
-    result = build_plan(_load(spec_file, overrides), _catalog(click.get_current_context()))
+    loaded = _load(spec_file, overrides)
+    result = build_plan(loaded, _catalog(click.get_current_context()))
+    # Warnings first: a large file is named before minutes of compressing it.
+    echo_problems(_check_bundle(loaded, result), label="warning")
     try:
         if local_:
             from smtrain.local.backend import LocalBackend, local_request
@@ -213,7 +272,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
 
         submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
     except BundleError as exc:
-        raise UserError(str(exc), exit_codes.USAGE) from exc
+        raise _bundle_refusal(loaded, exc) from exc
     _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds)
 
 
@@ -245,16 +304,18 @@ def _follow(backend: Any, name: str, *, logs: bool, timeout: float | None, outpu
     from smtrain.cli.follow import WaitTimedOut, reattach_on_interrupt, wait_for
     from smtrain.cli.render import job_change_line, log_line
     from smtrain.jobs import reattach_command
+    from smtrain.redact import StreamMasker
 
     command = reattach_command(*(("logs", name, "--follow") if logs else ("wait", name)), region=region)
     with reattach_on_interrupt(name, command):
         if logs:
+            masker = StreamMasker()
             for event in backend.logs(name, follow=True):
-                click.echo(log_line(event), err=output != "text")
+                click.echo(log_line(event, masker), err=output != "text")
             return backend.describe(name), False
         try:
             return wait_for(backend, name, timeout=timeout,
-                            on_change=lambda job: click.echo(redact(job_change_line(job)), err=True)), False
+                            on_change=lambda job: click.echo(mask_text(job_change_line(job)), err=True)), False
         except WaitTimedOut as exc:
             click.echo(f"timed out: {exc}; it keeps running. Wait again with: {command}", err=True)
             return exc.job, True
@@ -265,7 +326,7 @@ def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None 
     from smtrain.cli.render import dump, job_text
 
     if output == "text":
-        click.echo(redact(job_text(job)))
+        click.echo(job_text(job))
     else:
         dump(data if data is not None else job.to_dict(), output)
     click.get_current_context().exit(exit_codes.TIMEOUT if timed_out else exit_code_for(job))
@@ -288,7 +349,7 @@ def status(job: str, region: str | None, output: str) -> None:
     if output == "json":
         dump(info.to_dict(), "json")
     else:
-        click.echo(redact(job_text(info)))
+        click.echo(job_text(info))
     click.get_current_context().exit(exit_code_for(info))
 
 
@@ -304,6 +365,7 @@ def status(job: str, region: str | None, output: str) -> None:
 def list_(status_: str | None, name_contains: str | None, since: str | None, limit: int, local_: bool,
           region: str | None, output: str) -> None:
     """List training jobs, newest first."""
+    from smtrain.aws_config import default_region
     from smtrain.cli.backends import local_backend, sagemaker_backend
     from smtrain.cli.render import dump, jobs_table
 
@@ -311,6 +373,10 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
         created_after = parse_since(since) if since else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--since") from None
+    if not local_ and not (region or default_region()):
+        # Someone who only runs jobs here: their jobs, rather than "pass --region".
+        click.echo("note: no AWS region (pass --region, or set AWS_REGION): listing local jobs", err=True)
+        local_ = True
     backend = local_backend() if local_ else sagemaker_backend(region)
     jobs = backend.list(status=status_, name_contains=name_contains, since=created_after, limit=limit)
     if output == "json":
@@ -336,14 +402,16 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
     from smtrain.cli.follow import reattach_on_interrupt
     from smtrain.cli.render import dump_line, log_line
     from smtrain.jobs import reattach_command
+    from smtrain.redact import StreamMasker
 
     backend = backend_for_job(job, region)
+    masker = StreamMasker()  # one across the stream: a private key block spans lines
     with reattach_on_interrupt(job, reattach_command("logs", job, "--follow", region=region)):
         for event in backend.logs(job, follow=follow):
             if output == "json":
-                dump_line(event.to_dict())
+                dump_line({**event.to_dict(), "message": masker(event.host, event.message)})
             else:
-                click.echo(log_line(event))
+                click.echo(log_line(event, masker))
     if follow:
         click.get_current_context().exit(exit_code_for(backend.describe(job)))
 
@@ -393,7 +461,7 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
     if output == "json":
         dump(info.to_dict(), "json")
     else:
-        click.echo(redact(job_text(info)))
+        click.echo(job_text(info))
 
 
 @main.command()
@@ -405,6 +473,7 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
 def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: str) -> None:
     """The GPU instance catalog with on-demand prices, cheapest first."""
     from smtrain.cli.render import dump, instance_dict, instances_table
+    from smtrain.plan.catalog import no_match_reason
 
     catalog = _catalog(click.get_current_context())
     try:
@@ -413,14 +482,16 @@ def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: st
         raise click.BadParameter(str(exc), param_hint="--min-gpu-memory") from None
     found = sorted(catalog.filter(gpu=gpu, min_gpus=gpus, min_gpu_memory=memory),
                    key=lambda i: (i.price_per_hour, i.name))
+    if not found:
+        filters = " ".join(f"{flag} {value}" for flag, value in
+                           (("--gpu", gpu), ("--gpus", gpus if gpus != 1 else None),
+                            ("--min-gpu-memory", min_gpu_memory)) if value is not None)
+        raise CatalogError(f"no instance type matches {filters}: {no_match_reason(catalog, gpu, gpus, memory)}")
     if output == "json":
         dump({"price_source": catalog.price_source, "price_date": catalog.price_date,
-              "instances": [instance_dict(i) for i in found]}, "json")
+              "price_region": catalog.region, "instances": [instance_dict(i, catalog.region) for i in found]}, "json")
         return
-    if not found:
-        click.echo("no instance type matches", err=True)
-        return
-    instances_table(found, f"{len(found)} instance types; on-demand us-east-1 prices: {catalog.price_source} "
+    instances_table(found, f"{len(found)} instance types; on-demand {catalog.region} prices: {catalog.price_source} "
                            f"({catalog.price_date})")
 
 
@@ -431,7 +502,18 @@ def schema(output: str) -> None:
     from smtrain.cli.render import dump
     from smtrain.spec.model import json_schema
 
-    dump(json_schema(), "json")
+    dump(json_schema(), "json", mask=False)
+
+
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script, e.g. `eval "$(smtrain completion bash)"` in ~/.bashrc."""
+    from click.shell_completion import get_completion_class
+
+    completer = get_completion_class(shell)
+    assert completer is not None  # click knows every choice above
+    click.echo(completer(main, {}, "smtrain", "_SMTRAIN_COMPLETE").source())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
 
+from smtrain.cli.closed_output import stdout_console
 from smtrain.jobs import JobInfo, LogEvent
 from smtrain.plan.build import Plan
-from smtrain.plan.catalog import InstanceType
-from smtrain.redact import redact
-from smtrain.spec.problems import Problem
+from smtrain.plan.catalog import InstanceType, gib_text
+from smtrain.redact import StreamMasker, mask_data, mask_text
+from smtrain.spec.problems import Problem, dotted
 from smtrain.spec.units import format_duration
 
 
@@ -26,35 +26,49 @@ def problem_dict(p: Problem) -> dict[str, Any]:
 
 def echo_problems(problems: Iterable[Problem], *, label: str = "error") -> None:
     for p in problems:
-        click.echo(f"{label}: {p.render()}", err=True)
+        click.echo(mask_text(f"{label}: {p.render()}"), err=True)  # a message may quote a secret value
 
 
-def dump(data: Any, fmt: str) -> None:
-    """JSON or YAML on stdout (known secret values masked)."""
+def valid_text(spec_file: str, plan: Plan, local_only: Sequence[Problem] = ()) -> str:
+    """validate's verdict: valid, or valid for --local only (naming the fields that make it so)."""
+    where = f"({plan.strategy} on {plan.nodes} x {plan.instance.name})"
+    if not local_only:
+        return mask_text(f"{spec_file}: valid {where}")
+    fields = ", ".join(dotted(p.path) for p in local_only)
+    return mask_text(f"{spec_file}: valid for --local only: {fields} name places on this machine {where}")
+
+
+def dump(data: Any, fmt: str, *, mask: bool = True) -> None:
+    """JSON or YAML on stdout, secrets masked in the data before rendering (so the output stays valid).
+
+    `mask=False` only for constant documents (the JSON Schema, whose field `allow_secrets` is no secret).
+    """
+    data = mask_data(data) if mask else data
     if fmt == "yaml":
         import yaml  # already loaded by the spec reader; local to keep this module's surface small
 
-        click.echo(redact(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)), nl=False)
+        click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120), nl=False)
     else:
-        click.echo(redact(json.dumps(data, indent=2, sort_keys=False, default=str)))
+        click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
 def dump_line(data: Any) -> None:
     """One compact JSON document on one line (JSON Lines), for streams such as logs."""
-    click.echo(redact(json.dumps(data, separators=(",", ":"), default=str)))
+    click.echo(json.dumps(mask_data(data), separators=(",", ":"), default=str))
 
 
 def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.2f}"
 
 
-def plan_text(plan: Plan) -> str:
+def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
+    """`smtrain plan` for people; `more_warnings` (the code bundle's) join the plan's own."""
     s = plan.summary()
     i = plan.instance
     lines = [
         f"Plan for {plan.spec.name} in {plan.region}",
         f"  instance      {i.name} x {plan.nodes} node(s): {i.gpus} x {i.gpu} "
-        f"{i.gpu_memory / 10**9:g}GB{', EFA' if i.efa else ''}",
+        f"{gib_text(i.gpu_memory_mib)}{', EFA' if i.efa else ''}",
         f"                {plan.instance_reason}",
         f"  strategy      {plan.strategy} ({plan.strategy_reason})"
         + (f", {plan.processes_per_host} processes per host" if plan.strategy in ("horovod", "smddp") else ""),
@@ -62,18 +76,23 @@ def plan_text(plan: Plan) -> str:
                                              if plan.strategy == "parameter_server" else ""),
         f"  batch         {plan.batch_per_replica} per replica -> {plan.global_batch} global",
         f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} "
-        f"({plan.spec.training.lr_scaling} scaling over {plan.replicas} replicas"
+        f"({plan.spec.training.lr_scaling} scaling over {plan.replicas} replica{'s' if plan.replicas != 1 else ''}"
         + (f", {plan.spec.training.warmup_epochs:g} warm-up epochs)" if plan.spec.training.warmup_epochs else ")"),
         f"  tensorflow    {plan.framework_version or '-'} {plan.py_version or ''}"
         + (f"  image {plan.image_uri}" if plan.image_uri else ""),
         f"  distribution  {json.dumps(plan.distribution) if plan.distribution else 'none (SDK default)'}",
-        f"  cost          {_usd(s['cost_usd']['per_hour'])}/h on demand; at most "
+        f"  cost          {_usd(s['cost_usd']['per_hour'])}/h on demand"
+        f"{' (estimate)' if plan.cost.price_is_estimate else ''}; at most "
         f"{_usd(s['cost_usd']['max_for_run'])} for max_run {format_duration(plan.spec.compute.max_run)}",
     ]
     if plan.cost.spot_per_hour_estimate is not None:
         lines.append(f"                spot estimate {_usd(plan.cost.spot_per_hour_estimate)}/h, at most "
                      f"{_usd(plan.cost.spot_max_estimate)}")
     lines.append(f"                prices: {plan.cost.price_source} ({plan.cost.price_date})")
+    if plan.cost.region_note:
+        lines.append(f"                {plan.cost.region_note}")
+    if plan.cost.price_note:
+        lines.append(f"                {i.name} price: {plan.cost.price_note}")
     lines.append("Launch on each host (as the SageMaker TensorFlow container does it):")
     for h in plan.launch:
         lines.append(f"  {h.host}")
@@ -82,33 +101,43 @@ def plan_text(plan: Plan) -> str:
         if h.tf_config:
             lines.append(f"    TF_CONFIG={json.dumps(h.tf_config)}")
         if h.command:
-            lines.append("    " + " ".join(h.command))
+            lines.append("    " + " ".join(mask_data(h.command)))  # `--password VALUE` among the arguments
         if h.note:
             lines.append(f"    ({h.note})")
-    if plan.warnings:
+    warnings = [*plan.warnings, *more_warnings]
+    if warnings:
         lines.append("Warnings:")
-        lines += [f"  {w.render()}" for w in plan.warnings]
-    return "\n".join(lines)
+        lines += [f"  {w.render()}" for w in warnings]
+    return mask_text("\n".join(lines))
 
 
-def instance_dict(i: InstanceType) -> dict[str, Any]:
-    return {"type": i.name, "family": i.family, "gpu": i.gpu, "gpus": i.gpus, "gpu_memory_gb": i.gpu_memory / 10**9,
-            "vcpus": i.vcpus, "memory_gib": round(i.memory / 2**30, 1), "efa": i.efa,
-            "price_per_hour": i.price_per_hour}
+def instance_dict(i: InstanceType, price_region: str) -> dict[str, Any]:
+    return {"type": i.name, "family": i.family, "gpu": i.gpu, "gpus": i.gpus, "gpu_memory_mib": i.gpu_memory_mib,
+            "gpu_memory_gb": round(i.gpu_memory / 10**9, 2), "vcpus": i.vcpus, "memory_gib": round(i.memory / 2**30, 1),
+            "efa": i.efa, "price_per_hour": i.price_per_hour, "price_region": price_region, "price_note": i.price_note,
+            "price_is_estimate": i.price_is_estimate}
 
 
 def instances_table(instances: list[InstanceType], title: str) -> None:
-    from rich.console import Console
+    """The catalog as a table; a price with a note carries a mark (and "~" when it is an estimate), and
+    the notes follow the table."""
     from rich.table import Table
 
+    marks: dict[str, int] = {}  # note -> its number, one number per distinct note
     table = Table(title=title, title_justify="left")
-    for col, just in (("type", "left"), ("gpu", "left"), ("gpus", "right"), ("GB/gpu", "right"),
+    for col, just in (("type", "left"), ("gpu", "left"), ("gpus", "right"), ("GiB/gpu", "right"),
                       ("vcpus", "right"), ("memory GiB", "right"), ("efa", "center"), ("$/hour", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for i in instances:
-        table.add_row(i.name, i.gpu, str(i.gpus), f"{i.gpu_memory / 10**9:g}", str(i.vcpus),
-                      f"{i.memory / 2**30:g}", "yes" if i.efa else "", f"{i.price_per_hour:,.3f}")
-    Console(file=sys.stdout, width=120 if not sys.stdout.isatty() else None).print(table)
+        price = ("~" if i.price_is_estimate else "") + f"{i.price_per_hour:,.3f}"
+        if i.price_note:
+            price += f" [{marks.setdefault(i.price_note, len(marks) + 1)}]"
+        table.add_row(i.name, i.gpu, str(i.gpus), f"{i.gpu_memory_mib / 1024:g}", str(i.vcpus),
+                      f"{i.memory / 2**30:g}", "yes" if i.efa else "", price)
+    console = stdout_console(120)
+    console.print(table)
+    for note, number in marks.items():
+        console.print(f"[{number}] {note}", markup=False, highlight=False)
 
 
 def _status(job: JobInfo) -> str:
@@ -128,10 +157,12 @@ def job_text(job: JobInfo) -> str:
         rows.append(("instances", f"{job.instance_count or 1} x {job.instance_type}"))
     if job.failure_reason:
         rows.append(("failure", job.failure_reason))
-    if job.model_artifacts and job.status == "Completed":
+    if job.model_artifacts:
         rows.append(("model", job.model_artifacts))
+    elif job.done:
+        rows.append(("model", "none: the job saved no model"))
     rows += [(label, value) for label, value in (("console", job.console_url), ("logs", job.logs_url)) if value]
-    return "\n".join(f"{label:<10} {value}" for label, value in rows)
+    return mask_text("\n".join(f"{label:<10} {value}" for label, value in rows))
 
 
 def job_change_line(job: JobInfo) -> str:
@@ -141,15 +172,14 @@ def job_change_line(job: JobInfo) -> str:
 
 
 def jobs_table(jobs: list[JobInfo]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title_justify="left", box=None)
     for col in ("name", "status", "created", "ended", "backend"):
         table.add_column(col)
     for j in jobs:
-        table.add_row(j.name, _status(j), _when(j.created), _when(j.ended), j.backend)
-    Console(file=sys.stdout, width=160 if not sys.stdout.isatty() else None).print(table)
+        table.add_row(*mask_data([j.name, _status(j), _when(j.created), _when(j.ended), j.backend]))
+    stdout_console(160).print(table)
 
 
 def submitted_text(data: dict[str, Any], confirmed_by_describe: bool) -> str:
@@ -162,8 +192,11 @@ def submitted_text(data: dict[str, Any], confirmed_by_describe: bool) -> str:
                     if confirmed_by_describe else ""))
     lines += [f"  {verb:<8}{command}" for verb, command in data["commands"].items()]
     lines.append(f"  {'console':<8}{data['console_url']}")
-    return redact("\n".join(lines))
+    return mask_text("\n".join(lines))
 
 
-def log_line(event: LogEvent) -> str:
-    return redact(f"[{event.host}] {event.message}")
+def log_line(event: LogEvent, masker: StreamMasker | None = None) -> str:
+    """`[algo-1] message`; a masker kept across the lines of one stream also masks private key blocks
+    printed over several lines."""
+    message = masker(event.host, event.message) if masker is not None else mask_text(event.message)
+    return f"[{event.host}] {message}"

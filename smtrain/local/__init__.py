@@ -2,11 +2,13 @@
 
     request.py    the local Request and its CreateTrainingJob request rendered offline (via sagemaker)
     channels.py   input channels from directories, file:// or s3:// URIs
+    places.py     SMTRAIN_HOME and a local output checked and made before the job exists (exit 2 if not)
     job_env.py    code.requirements installed into the job's own virtual environment
     contract.py   one host's /opt/ml layout, config files and SM_* environment, as the toolkit sets them
     hosts.py      every host's directory laid out, the bundle unpacked into each
     launch.py     the processes per host: TF_CONFIG on free ports, ps processes, one mpirun for MPI
     supervise.py  the process group: output streamed with host prefixes, one failure ends all
+    lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL
     artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them
     records.py    job records under SMTRAIN_HOME: status, list, logs of local jobs
     backend.py    LocalBackend: run(), describe / list / logs / stop

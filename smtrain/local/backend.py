@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -33,9 +34,11 @@ from smtrain.jobs import JobInfo, LogEvent, poll_interval
 from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
 from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, signal_group
 from smtrain.plan import launch
+from smtrain.redact import mask_text
 
 if TYPE_CHECKING:  # the run path's modules load when a job runs: status/list/logs stay quick
     from smtrain.local.contract import HostLayout
+    from smtrain.local.places import Place
     from smtrain.plan.build import Plan
     from smtrain.sagemaker.submit import Request
 
@@ -59,6 +62,14 @@ class _JobFailed(Exception):
 
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+def _artifacts_dir(request: Request, job_dir: Path) -> Path:
+    """Where model.tar.gz and output.tar.gz go: <output>/<job>/output, else (s3:// output) the job's own."""
+    from smtrain.local.request import output_root
+
+    root = output_root(request.plan)
+    return root / request.job_name / "output" if root is not None else job_dir / "output"
 
 
 def _tail(path: Path, lines: int) -> list[str]:
@@ -130,34 +141,30 @@ class LocalBackend:
         UserError and leave no job behind. Ctrl-C ends every process, records the job as
         Stopped, and then raises KeyboardInterrupt.
         """
-        from smtrain.local.job_env import REQUIREMENTS
+        from smtrain.local.job_env import REQUIREMENTS, check_python
         from smtrain.local.launch import check_mpi
         from smtrain.local.request import render_local
-        from smtrain.redact import remember
 
-        plan, name = request.plan, request.job_name
-        remember(plan.spec.environment)
-        if self.store.job_dir(name).exists():
-            raise UserError(f"a local job named {name} already exists in {self.store.root}: pick another "
-                            "--job-name", exit_codes.USAGE)
+        plan, name = request.plan, request.job_name  # its secrets were registered when the spec was read
+        if os.path.lexists(self.store.job_dir(name)):
+            raise self._taken(name)
         body = render_local(request)
         hyperparameters = dict(body["HyperParameters"])
         if cpu_replicas:
             hyperparameters["cpu_replicas"] = json.dumps(cpu_replicas)
         base_python = python or sys.executable
         has_requirements = any(f.path == REQUIREMENTS for f in request.bundle.files)
+        if python is not None:
+            check_python(python, needs_venv=has_requirements)
         if plan.strategy in ("horovod", "smddp") and not has_requirements:
             check_mpi(plan.strategy, base_python)
-        job_dir = self.store.create(name)
-        output = Output(stream, self.store.log_dir(name))
-        record = self._first_record(request, body, job_dir)
-        self.store.write(name, record)
+        output = self._open_job(request, body, stream)
         started = time.monotonic()
         try:
             outcome, layouts = self._run(request, body, hyperparameters, base_python, output, grace)
         except _JobFailed as exc:
             outcome, layouts = Outcome("Failed", "Failed", reason="prepare"), {}
-            self.store.update(name, failure_reason=str(exc)[:FAILURE_REASON_MAX])
+            self.store.update(name, failure_reason=mask_text(str(exc))[:FAILURE_REASON_MAX])
             output.note(f"failed: {exc}")
         except KeyboardInterrupt:  # while preparing: nothing runs yet
             self._finish(name, Outcome("Stopped", "Stopped", reason="interrupt"), {}, None)
@@ -181,12 +188,52 @@ class LocalBackend:
             raise KeyboardInterrupt
         return job
 
-    def _first_record(self, request: Request, body: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+    def _taken(self, name: str) -> UserError:
+        return UserError(f"a local job named {name} already exists in {self.store.root}: pick another --job-name",
+                         exit_codes.USAGE)
+
+    def _places(self, request: Request) -> list[Place]:
+        """The directories the run writes in before and after its job: the jobs' home, a local output's."""
+        from smtrain.local.places import FILE, Place
         from smtrain.local.request import output_root
 
+        places = [Place(self.store.root, "SMTRAIN_HOME", self.store.root.parent,
+                        "set SMTRAIN_HOME to a directory you can write (default ~/.smtrain)")]
+        root = output_root(request.plan)
+        if root is not None:
+            remedy = "point the spec's output at a directory you can write (it is made if missing)"
+            places += [Place(Path(request.source_uri), "output", root, remedy, FILE),
+                       Place(_artifacts_dir(request, self.store.job_dir(request.job_name)), "output", root, remedy)]
+        return places
+
+    def _open_job(self, request: Request, body: dict[str, Any], stream: TextIO | None) -> Output:
+        """The job's places checked and made, its directory and first record written: all, or nothing left."""
+        from smtrain.local.places import check, make, unmake
+
+        name = request.job_name
+        places = self._places(request)
+        check(places)
+        made = make(places)
+        try:
+            job_dir = self.store.create(name)
+        except FileExistsError:
+            unmake(made)
+            raise self._taken(name) from None
+        except OSError as exc:
+            unmake(made)
+            raise places[0].refusal(f"cannot create {self.store.job_dir(name)}: {exc.strerror or exc}") from None
+        try:
+            output = Output(stream, self.store.log_dir(name))
+            self.store.write(name, self._first_record(request, body, job_dir))
+        except BaseException:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            unmake(made)
+            raise
+        return output
+
+    def _first_record(self, request: Request, body: dict[str, Any], job_dir: Path) -> dict[str, Any]:
         plan = request.plan
-        root = output_root(plan)
-        artifacts = (root / request.job_name / "output") if root is not None else job_dir / "output"
+        artifacts = _artifacts_dir(request, job_dir)
         return {
             "name": request.job_name, "status": "InProgress", "secondary_status": "Starting",
             "created": iso(_utc_now()), "started": None, "ended": None,
@@ -274,11 +321,15 @@ class LocalBackend:
             self.store.update(name, **changes)
             artifacts = Path(record["artifacts_dir"])
             ordered = [layouts[h] for h in record["hosts"]]
-            model = write_archive([lay.model_dir for lay in ordered], artifacts / "model.tar.gz")
             data = write_archive([lay.output_data_dir for lay in ordered], artifacts / "output.tar.gz")
-            changes.update(model_artifacts=str(model), output_artifacts=str(data))
+            changes.update(output_artifacts=str(data))
+            if any(any(lay.model_dir.iterdir()) for lay in ordered if lay.model_dir.is_dir()):
+                # A job that saved nothing has no model (an empty archive would read as one).
+                model = write_archive([lay.model_dir for lay in ordered], artifacts / "model.tar.gz")
+                changes.update(model_artifacts=str(model))
         changes.update(status=outcome.status, secondary_status=outcome.secondary_status, ended=iso(_utc_now()),
-                       failure_reason=reason[:FAILURE_REASON_MAX] if reason else None,
+                       # masked whole, then cut: a cut secret would no longer be recognised
+                       failure_reason=mask_text(reason)[:FAILURE_REASON_MAX] if reason else None,
                        exit_code=outcome.exit_code, failed_host=outcome.host)
         return job_info(self.store.update(name, **changes))
 

@@ -6,7 +6,8 @@ own environment, so a job with requirements gets its own virtual environment in 
 directory: the packages of the base interpreter stay visible (a .pth file names its
 site-packages, so TensorFlow is not installed again) and pip adds or upgrades only what the
 file asks for, running in the code directory as the toolkit does. If pip fails, the job fails
-before any host starts, with pip's last lines as the reason.
+before any host starts, with pip's last lines as the reason. pip runs under a keeper
+(smtrain.local.lifeline), so it ends with smtrain however smtrain ends.
 """
 
 from __future__ import annotations
@@ -19,12 +20,33 @@ import venv
 from collections.abc import Callable
 from pathlib import Path
 
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.local.lifeline import Lifeline
+
 REQUIREMENTS = "requirements.txt"
 PIP_TIMEOUT = 1800.0
 
 
 class RequirementsError(Exception):
     """pip could not install the requirements; the message is the job's failure reason."""
+
+
+def check_python(python: str, *, needs_venv: bool) -> None:
+    """Refuse (UserError, exit 2) a --python that does not run Python 3, or lacks venv where the job needs one."""
+    probe = "import sys" + (", venv" if needs_venv else "") + "; print('python', sys.version_info[0])"
+    fix = "point --python at a Python 3 interpreter" + (" with the venv module (the job has requirements.txt)"
+                                                         if needs_venv else "")
+    try:
+        ran = subprocess.run([python, "-c", probe], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             errors="replace", timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise UserError(f"--python {python} cannot run: {getattr(exc, 'strerror', None) or exc}; {fix}",
+                        exit_codes.USAGE) from None
+    if ran.returncode != 0 or ran.stdout.strip() != "python 3":
+        said = " / ".join(line.strip() for line in ran.stderr.splitlines()[-2:] if line.strip())
+        raise UserError(f"--python {python} is not a working Python 3 (exit code {ran.returncode}"
+                        f"{': ' + said if said else ''}); {fix}", exit_codes.USAGE)
 
 
 def _site_dirs(python: str) -> list[str]:
@@ -64,19 +86,25 @@ def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: 
     if not requirements.is_file():
         return base_python
     emit(f"installing {REQUIREMENTS} into the job's environment {env_dir}")
-    python = create_env(env_dir, base_python)
+    try:
+        python = create_env(env_dir, base_python)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:  # ValueError: a probe's output not JSON
+        raise RequirementsError(f"InstallRequirementsError: could not create the job's environment {env_dir}: "
+                                f"{exc}") from exc
     argv = [pip_python or sys.executable, "-m", "pip", "--python", str(python), "install",
             "--disable-pip-version-check", "-r", REQUIREMENTS]
     env = {k: v for k, v in os.environ.items() if k not in ("PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")}
-    proc = subprocess.Popen(argv, cwd=code_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")
     tail: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        emit(f"pip: {line}")
-        tail = (tail + [line])[-5:]
-    code = proc.wait(timeout=PIP_TIMEOUT)
+    with Lifeline() as lifeline:  # pip ends with smtrain (SIGKILL included), or when this block is left
+        proc = subprocess.Popen(lifeline.command(argv), cwd=code_dir, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                start_new_session=True, pass_fds=lifeline.pass_fds)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            emit(f"pip: {line}")
+            tail = (tail + [line])[-5:]
+        code = proc.wait(timeout=PIP_TIMEOUT)
     if code != 0:
         detail = " / ".join(t.strip() for t in tail if t.strip())
         raise RequirementsError(f"InstallRequirementsError: pip install -r {REQUIREMENTS} exited with {code}: {detail}")

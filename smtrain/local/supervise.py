@@ -2,9 +2,11 @@
 
 Every process runs in its own session (so Ctrl-C in the terminal reaches only smtrain, which then
 ends them on purpose) and is ended through its process group: SIGTERM first, SIGKILL after a
-grace period, because TensorFlow ignores SIGTERM while it waits for peers. Output (stdout and
-stderr together, line by line) goes to the stream prefixed ``[algo-N]`` (secret values masked)
-and to the host's log file, one ``<UTC ISO time><TAB><line>`` per line, so that the logs of
+grace period, because TensorFlow ignores SIGTERM while it waits for peers. Each process starts
+under a keeper holding the supervisor's lifeline (smtrain.local.lifeline), so that its group dies
+with smtrain even when smtrain is SIGKILLed and nothing of it runs any more. Output (stdout and
+stderr together, line by line) is masked (smtrain.redact) before it goes anywhere: to the stream
+prefixed ``[algo-N]`` and to the host's log file, one ``<UTC ISO time><TAB><line>`` per line, so that the logs of
 several hosts merge by time.
 """
 
@@ -21,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from smtrain.redact import redact
+from smtrain.local.lifeline import Lifeline
+from smtrain.redact import StreamMasker, mask_text
 
 MAIN = "main"  # the job is done when every main process has exited 0
 AUX = "aux"  # serves the main ones (a parameter server); ended once they are done
@@ -111,10 +114,12 @@ class Output:
         self._log_dir = log_dir
         self._lock = threading.Lock()
         self._files: dict[str, TextIO] = {}
+        self._mask = StreamMasker()  # per host: a private key block printed over several lines
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def line(self, host: str, message: str) -> None:
         with self._lock:
+            message = self._mask(host, message)  # before it is written anywhere: `smtrain logs` reads the file
             handle = self._files.get(host)
             if handle is None:
                 handle = self._files[host] = open(self._log_dir / f"{host}.log", "a", encoding="utf-8")  # noqa: SIM115
@@ -127,7 +132,7 @@ class Output:
         if self._stream is None:
             return
         try:
-            self._stream.write(redact(text))  # as `smtrain logs` prints them: no secret value on the terminal
+            self._stream.write(text)
             self._stream.flush()
         except (OSError, ValueError):
             self._stream = None
@@ -135,7 +140,7 @@ class Output:
     def note(self, message: str) -> None:
         """smtrain's own messages: on the stream only, not in any host's log."""
         with self._lock:
-            self._show(f"[smtrain] {message}\n")
+            self._show(f"[smtrain] {mask_text(message)}\n")  # a failure reason may quote the program's secrets
 
     def close(self) -> None:
         with self._lock:
@@ -151,9 +156,12 @@ def _read_lines(popen: subprocess.Popen[bytes], host: str, output: Output) -> No
     popen.stdout.close()
 
 
-def start(spec: ProcessSpec, output: Output) -> Running:
-    popen = subprocess.Popen(spec.argv, env=spec.env, cwd=spec.cwd, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+def start(spec: ProcessSpec, output: Output, lifeline: Lifeline | None = None) -> Running:
+    """Start one process, in a session of its own; under a keeper of `lifeline` when one is given."""
+    argv = lifeline.command(spec.argv) if lifeline is not None else spec.argv
+    popen = subprocess.Popen(argv, env=spec.env, cwd=spec.cwd, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                             pass_fds=lifeline.pass_fds if lifeline is not None else ())
     reader = threading.Thread(target=_read_lines, args=(popen, spec.host, output), daemon=True,
                               name=f"smtrain-output-{spec.name}")
     reader.start()
@@ -200,13 +208,16 @@ class Supervisor:
         self.stop_file = stop_file
         self.on_started = on_started
         self.running: list[Running] = []
+        self.lifeline: Lifeline | None = None
 
     def run(self) -> Outcome:
         previous = self._catch_sigterm()
+        lifeline = self.lifeline = Lifeline()
         try:
             return self._run()
         finally:
             self._kill_all()
+            lifeline.close()
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
@@ -225,7 +236,7 @@ class Supervisor:
         began = time.monotonic()
         try:
             for spec in self.specs:
-                self.running.append(start(spec, self.output))
+                self.running.append(start(spec, self.output, self.lifeline))
             self.on_started(self.running)
             return self._watch(began)
         except KeyboardInterrupt:

@@ -9,13 +9,14 @@ from typing import Any
 # The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
-from smtrain.plan import distribution, launch
+from smtrain.plan import distribution, entrypoint_rules, launch
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
+from smtrain.plan.request_limits import preview_problems
+from smtrain.plan.request_preview import BUNDLED_ENTRY_POINT
 from smtrain.plan.tf_versions import default_py_version, tf_py_versions
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.problems import Problem, SpecError
-
-BUNDLED_ENTRY_POINT = "smtrain_entry.py"
+from smtrain.spec.yaml_source import SourceMap
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class Cost:
     spot_max_estimate: float | None
     price_source: str
     price_date: str
+    price_region: str = ""  # the region the price is for: the job's where the catalog knows it
+    region_note: str | None = None  # "price for us-east-1; eu-west-1 unknown"
+    price_note: str | None = None  # the catalog's note on this price ("unverified estimate: ...")
+    price_is_estimate: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class Plan:
     launch: list[launch.HostLaunch]
     cost: Cost
     warnings: list[Problem] = field(default_factory=list)
+    # Where the spec's fields sit in its file: later checks (the rendered request's) report there too.
+    source: SourceMap | None = field(default=None, compare=False, repr=False)
 
     def summary(self) -> dict[str, Any]:
         """The plan as stable, documented keys (`smtrain plan --output json`)."""
@@ -62,7 +69,8 @@ class Plan:
             "name": self.spec.name,
             "region": self.region,
             "instance": {"type": self.instance.name, "reason": self.instance_reason, "gpu": self.instance.gpu,
-                         "gpus": self.instance.gpus, "gpu_memory_gb": self.instance.gpu_memory / 10**9,
+                         "gpus": self.instance.gpus, "gpu_memory_mib": self.instance.gpu_memory_mib,
+                         "gpu_memory_gb": round(self.instance.gpu_memory / 10**9, 2),
                          "efa": self.instance.efa},
             "nodes": self.nodes,
             "gpus_per_node": self.instance.gpus,
@@ -83,7 +91,9 @@ class Plan:
                          "spot_per_hour_estimate": _round(self.cost.spot_per_hour_estimate, 4),
                          "spot_max_estimate": _round(self.cost.spot_max_estimate, 2),
                          "max_run_seconds": self.spec.compute.max_run,
-                         "price_source": self.cost.price_source, "price_date": self.cost.price_date},
+                         "price_source": self.cost.price_source, "price_date": self.cost.price_date,
+                         "price_region": self.cost.price_region, "region_note": self.cost.region_note,
+                         "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate},
             "warnings": [w.render() for w in self.warnings],
         }
 
@@ -98,7 +108,7 @@ def _instance(loaded: LoadedSpec, catalog: Catalog, requested_strategy: str) -> 
         return resolve_instance(catalog, c.instance_type), "as the spec asks"
     allowed = distribution.allowed_instances(requested_strategy)
     selection = select_instance(catalog, c.gpu, c.gpus_per_node, c.min_gpu_memory,
-                                allowed[0] if allowed else None, allowed[1] if allowed else None)
+                                allowed[0] if allowed else None, allowed[1] if allowed else None, region=loaded.region)
     return selection.instance, selection.reason
 
 
@@ -125,7 +135,9 @@ def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None
 
 def hyperparameters(spec: Spec) -> dict[str, Any]:
     """What the entry point receives: the training fields that are set, then the extra pass-through ones."""
-    values = {k: v for k, v in spec.training.model_dump().items() if v is not None}
+    # A whole number goes as one (`warmup_epochs: 5` is sent as "5", not "5.0", as the user wrote it).
+    values = {k: int(v) if isinstance(v, float) and v.is_integer() else v
+              for k, v in spec.training.model_dump().items() if v is not None}
     values.update(spec.hyperparameters)
     return values
 
@@ -151,9 +163,13 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
     framework_version, py_version = _tensorflow(loaded, problems)
     strategy, strategy_reason = distribution.resolve(spec.distribution.strategy, spec.compute.nodes, instance.gpus)
     found = distribution.check(strategy, framework_version, instance, spec.compute.nodes,
-                               spec.distribution.processes_per_host)
+                               spec.distribution.processes_per_host, spec.tensorflow.image_uri)
     problems += [loaded.problem(path, msg) for path, msg in found.errors]
     warnings += [loaded.problem(path, msg) for path, msg in found.warnings]
+    if spec.code.entry_point is None:
+        errors, notes = entrypoint_rules.check(loaded, framework_version, py_version)
+        problems += errors
+        warnings += notes
     if problems:
         raise SpecError(problems)
 
@@ -163,10 +179,11 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
     hps = hyperparameters(spec)
     entry_point = spec.code.entry_point or BUNDLED_ENTRY_POINT
     hosts = launch.host_names(spec.compute.nodes)
-    per_hour = instance.price_per_hour * spec.compute.nodes
+    price = catalog.price(instance, region)
+    per_hour = price.per_hour * spec.compute.nodes
     hours = spec.compute.max_run / 3600
     spot_hour = per_hour * (1 - catalog.spot_discount_estimate) if spec.compute.spot else None
-    return Plan(
+    plan = Plan(
         spec=spec,
         base_dir=loaded.base_dir,
         region=region or "",
@@ -190,6 +207,13 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         launch=launch.preview(strategy, hosts, processes, instance.name, spec.distribution.mpi_options,
                               entry_point, hps),
         cost=Cost(per_hour, per_hour * hours, spot_hour, spot_hour * hours if spot_hour is not None else None,
-                  catalog.price_source, catalog.price_date),
+                  catalog.price_source, catalog.price_date, price.region, price.region_note, price.note,
+                  price.is_estimate),
         warnings=warnings,
+        source=loaded.source,
     )
+    # Every CreateTrainingJob limit of botocore's model, on the request this plan leads to.
+    limits = preview_problems(plan)
+    if limits:
+        raise SpecError(limits)
+    return plan

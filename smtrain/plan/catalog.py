@@ -10,6 +10,7 @@ import difflib
 import functools
 import json
 import math
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,18 +22,35 @@ __all__ = [
     "Catalog",
     "CatalogError",
     "InstanceType",
+    "Price",
+    "RegionPrice",
     "Selection",
+    "gib_text",
     "load_catalog",
+    "no_match_reason",
     "resolve_instance",
     "select_instance",
 ]
 
+MIB = 2**20
+
 # Keys a catalog file may hold at its top level and in each instance entry. Anything else is
 # refused, so that a typo ("gpu_mem") cannot silently drop a figure.
 _TOP_KEYS = {"source", "date", "region", "currency", "spot_discount_estimate", "instances"}
-_REQUIRED_FIELDS = ("gpu", "gpus", "gpu_memory", "vcpus", "memory", "efa", "price")
-_OPTIONAL_FIELDS = ("price_note",)
-_PRICES_META_KEYS = {"source", "date"}
+_REQUIRED_FIELDS = ("gpu", "gpus", "gpu_memory_mib", "vcpus", "memory", "efa", "price")
+_OPTIONAL_FIELDS = ("price_note", "region_prices")
+_OLD_GPU_MEMORY = "gpu_memory"  # the maker's figure ("40GB"), before gpu_memory_mib; still read
+_PRICES_META_KEYS = {"source", "date", "region"}
+_REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")  # us-east-1, us-gov-west-1; fullmatch, never a final "\n"
+
+
+@dataclass(frozen=True)
+class RegionPrice:
+    """An on-demand price for a region other than the catalog's own."""
+
+    region: str
+    per_hour: float
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,16 +59,60 @@ class InstanceType:
     family: str  # "p4d"
     gpu: str  # "A100"
     gpus: int
-    gpu_memory: int  # bytes per GPU, from the vendor's GB figure (10^9)
+    # MiB per GPU, as the SageMaker SDK's instance_types_gpu_info and EC2 list it: a maker's
+    # "40GB" A100 is 40960 MiB (42.9 decimal GB).
+    gpu_memory_mib: int
     vcpus: int
     memory: int  # bytes of host memory
     efa: bool
-    price_per_hour: float  # USD on-demand
+    price_per_hour: float  # USD on-demand in the catalog's region
     price_note: str | None = None  # why this price is weaker than the catalog's source, if it is
+    region_prices: tuple[RegionPrice, ...] = ()  # other regions, only where a source gives them
+
+    @property
+    def gpu_memory(self) -> int:
+        """Bytes per GPU."""
+        return self.gpu_memory_mib * MIB
 
     @property
     def total_gpu_memory(self) -> int:
         return self.gpus * self.gpu_memory
+
+    @property
+    def price_is_estimate(self) -> bool:
+        return _is_estimate(self.price_note)
+
+    def meets_gpu_memory(self, min_bytes: int) -> bool:
+        """Whether each GPU holds at least `min_bytes`, compared in whole MiB with the request rounded
+        down: EC2 lists a "24GB" card as 24*10^9 bytes rounded down to MiB (22888), and asking for
+        24GB must still find it."""
+        return self.gpu_memory_mib >= min_bytes // MIB
+
+
+@dataclass(frozen=True)
+class Price:
+    """What one instance costs per hour in a region, and how far to trust the figure."""
+
+    per_hour: float
+    region: str  # the region this figure is for
+    note: str | None = None  # the catalog's note on this figure
+    asked_region: str | None = None  # the region wanted, when it differs from `region`
+
+    @property
+    def is_estimate(self) -> bool:
+        return _is_estimate(self.note)
+
+    @property
+    def region_note(self) -> str | None:
+        """Says so when the figure is another region's: "price for us-east-1; eu-west-1 unknown"."""
+        if self.asked_region is None or self.asked_region == self.region:
+            return None
+        return f"price for {self.region}; {self.asked_region} unknown"
+
+
+def _is_estimate(note: str | None) -> bool:
+    # The catalog's convention (data/instances.yaml): a price_note that calls the price an estimate.
+    return note is not None and "estimate" in note.lower()
 
 
 class CatalogError(ValueError):
@@ -63,7 +125,8 @@ class Catalog:
     price_source: str
     price_date: str
     spot_discount_estimate: float
-    region: str = "us-east-1"
+    region: str = "us-east-1"  # the region of every entry's `price_per_hour`
+    notes: tuple[str, ...] = ()  # what loading a user's file converted, for the user to see
     _by_name: dict[str, InstanceType] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,6 +150,14 @@ class Catalog:
         """The GPU models in the catalog, in the order they first appear."""
         return list(dict.fromkeys(i.gpu for i in self.instances))
 
+    def price(self, instance: InstanceType, region: str | None = None) -> Price:
+        """The hourly price in `region`: its own figure where the catalog has one, else the catalog
+        region's, which then says the wanted region's price is unknown."""
+        for regional in instance.region_prices:
+            if regional.region == region:
+                return Price(regional.per_hour, regional.region, regional.note)
+        return Price(instance.price_per_hour, self.region, instance.price_note, region)
+
     def spot_price(self, instance: InstanceType) -> float:
         """A rough managed-spot hourly price: on-demand less the catalog's discount estimate."""
         return instance.price_per_hour * (1.0 - self.spot_discount_estimate)
@@ -103,7 +174,8 @@ class Catalog:
         allowed: Collection[str] | None = None,
     ) -> list[InstanceType]:
         """Entries with this GPU model (any case), at least `min_gpus` GPUs and at least
-        `min_gpu_memory` bytes per GPU, limited to `allowed` names when given; catalog order."""
+        `min_gpu_memory` bytes per GPU (see InstanceType.meets_gpu_memory), limited to `allowed`
+        names when given; catalog order."""
         want = _gpu_key(gpu) if gpu else None
         allowed_set = set(allowed) if allowed is not None else None
         return [
@@ -111,7 +183,7 @@ class Catalog:
             for i in self.instances
             if (want is None or _gpu_key(i.gpu) == want)
             and i.gpus >= min_gpus
-            and (min_gpu_memory is None or i.gpu_memory >= min_gpu_memory)
+            and (min_gpu_memory is None or i.meets_gpu_memory(min_gpu_memory))
             and (allowed_set is None or i.name in allowed_set)
         ]
 
@@ -127,11 +199,11 @@ class Selection:
 # Selection
 
 
-def _preference(i: InstanceType) -> tuple[float, int, int, str]:
+def _preference(i: InstanceType, per_hour: float | None = None) -> tuple[float, int, int, str]:
     # Cheapest first. At equal price: fewer GPUs (the request is met with less left idle), then
     # more memory per GPU (more headroom for the same money), then the name, so the order never
     # depends on the file's order.
-    return (i.price_per_hour, i.gpus, -i.gpu_memory, i.name)
+    return (i.price_per_hour if per_hour is None else per_hour, i.gpus, -i.gpu_memory_mib, i.name)
 
 
 def select_instance(
@@ -141,9 +213,11 @@ def select_instance(
     min_gpu_memory: int | None,
     allowed: Collection[str] | None = None,
     allowed_reason: str | None = None,
+    region: str | None = None,
 ) -> Selection:
     """The cheapest type with at least `gpus_per_node` GPUs of model `gpu` (any model when None),
-    each with at least `min_gpu_memory` bytes, among `allowed` names when given."""
+    each with at least `min_gpu_memory` bytes, among `allowed` names when given; priced in
+    `region` where the catalog knows its prices, else in the catalog's region."""
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
         raise CatalogError(f"gpus_per_node must be a whole number of at least 1, not {gpus_per_node!r}")
     if min_gpu_memory is not None and min_gpu_memory < 0:
@@ -151,7 +225,7 @@ def select_instance(
 
     matches = sorted(
         catalog.filter(gpu=gpu, min_gpus=gpus_per_node, min_gpu_memory=min_gpu_memory, allowed=allowed),
-        key=_preference,
+        key=lambda i: _preference(i, catalog.price(i, region).per_hour),
     )
     if not matches:
         raise CatalogError(
@@ -162,15 +236,27 @@ def select_instance(
     # Name the model as the catalog spells it ("A100"), whatever case the user wrote.
     need = _describe_need(best.gpu if gpu else None, gpus_per_node, min_gpu_memory)
     within = f" ({allowed_reason})" if allowed_reason else ""
+    best_at = _quote(best, catalog.price(best, region))
     if len(matches) == 1:
-        reason = f"the only type with {need}{within}: {best.name} at {_money(best.price_per_hour)}/h"
+        reason = f"the only type with {need}{within}: {best_at}"
     else:
         runner_up = matches[1]
         reason = (
-            f"cheapest of {len(matches)} types with {need}{within}: {best.name} at "
-            f"{_money(best.price_per_hour)}/h; next: {runner_up.name} at {_money(runner_up.price_per_hour)}/h"
+            f"cheapest of {len(matches)} types with {need}{within}: {best_at}; "
+            f"next: {_quote(runner_up, catalog.price(runner_up, region))}"
         )
     return Selection(instance=best, reason=reason, candidates=tuple(matches))
+
+
+def no_match_reason(catalog: Catalog, gpu: str | None, gpus: int, min_gpu_memory: int | None) -> str:
+    """Why no entry has `gpus` GPUs of model `gpu` with `min_gpu_memory` bytes each, naming the
+    nearest values the catalog has (its GPU models, the most GPUs, the most memory)."""
+    return _no_match_message(catalog, gpu, gpus, min_gpu_memory, None, None)
+
+
+def _quote(i: InstanceType, price: Price) -> str:
+    # An estimated price must not read as a fact, wherever it is quoted.
+    return f"{i.name} at {_money(price.per_hour)}/h" + (" (estimate)" if price.is_estimate else "")
 
 
 def resolve_instance(catalog: Catalog, name: str) -> InstanceType:
@@ -189,8 +275,20 @@ def _describe_need(gpu: str | None, gpus: int, min_gpu_memory: int | None) -> st
     model = f"{gpu} " if gpu else ""
     text = f">= {gpus} {model}GPU{'s' if gpus != 1 else ''}"
     if min_gpu_memory:
-        text += f" with >= {format_gb(min_gpu_memory)} each"
+        text += f" with >= {_format_request(min_gpu_memory)} each"
     return text
+
+
+def _format_request(num_bytes: int) -> str:
+    # In the unit the user most likely wrote: 40GiB stays 40GiB instead of 42.9497GB.
+    if num_bytes % 2**30 == 0:
+        return f"{num_bytes // 2**30}GiB"
+    return format_gb(num_bytes)
+
+
+def gib_text(mib: int) -> str:
+    """A catalog GPU memory figure for people: 40960 -> "40GiB"."""
+    return f"{mib / 1024:g}GiB"
 
 
 def _no_match_message(
@@ -230,11 +328,11 @@ def _no_match_message(
     pool = [i for i in pool if i.gpus >= gpus]
     if min_gpu_memory is None:  # unreachable while filter() and this function agree
         return f"no instance{scope} has {_describe_need(gpu, gpus, None)}{within}"
-    best_memory = max(i.gpu_memory for i in pool)
-    holders = _cheapest_names(i for i in pool if i.gpu_memory == best_memory)
+    best_memory = max(i.gpu_memory_mib for i in pool)
+    holders = _cheapest_names(i for i in pool if i.gpu_memory_mib == best_memory)
     return (
         f"no instance{scope} with >= {gpus} {model}GPU{'s' if gpus != 1 else ''} has "
-        f">= {format_gb(min_gpu_memory)} per GPU{within}; the most is {format_gb(best_memory)} ({holders})"
+        f">= {_format_request(min_gpu_memory)} per GPU{within}; the most is {gib_text(best_memory)} ({holders})"
     )
 
 
@@ -364,7 +462,19 @@ def _catalog_from_data(data: Any, label: str, base: Catalog | None) -> Catalog:
     if not isinstance(entries, dict):
         raise CatalogError(f"{label}: 'instances' must map instance names to their figures")
 
-    parsed = [_parse_entry(label, name, entry) for name, entry in entries.items()]
+    region = _region(label, _text(data["region"])) if data.get("region") else "us-east-1"
+    if base is not None:
+        if data.get("region") and region != base.region:
+            # Entries not in the user's file keep the bundled prices, so one region must hold for all.
+            raise CatalogError(
+                f"{label}: 'region' is {region}, but the bundled prices are for {base.region}: give 'price' "
+                f"for {base.region}, and another region's under an entry's region_prices or in a prices "
+                f"file with region: {region}"
+            )
+        region = base.region
+    read = [_parse_entry(label, name, entry, region) for name, entry in entries.items()]
+    parsed = [entry for entry, _ in read]
+    notes = (base.notes if base is not None else ()) + _old_field_note(label, [c for _, c in read if c])
 
     if base is None:
         for key in ("source", "date", "spot_discount_estimate"):
@@ -373,7 +483,6 @@ def _catalog_from_data(data: Any, label: str, base: Catalog | None) -> Catalog:
         merged = parsed
         source, date = _text(data["source"]), _text(data["date"])
         spot = _spot(label, data["spot_discount_estimate"])
-        region = _text(data.get("region") or "us-east-1")
     else:
         # The user's entries replace bundled ones of the same name and add the rest.
         replacing = {i.name: i for i in parsed}
@@ -385,13 +494,25 @@ def _catalog_from_data(data: Any, label: str, base: Catalog | None) -> Catalog:
             if data.get("spot_discount_estimate") is not None
             else base.spot_discount_estimate
         )
-        region = _text(data["region"]) if data.get("region") else base.region
     return Catalog(
         instances=tuple(merged),
         price_source=source,
         price_date=date,
         spot_discount_estimate=spot,
         region=region,
+        notes=notes,
+    )
+
+
+def _old_field_note(label: str, conversions: list[str]) -> tuple[str, ...]:
+    # Said once per file: the old field still works, and here is exactly what it was read as.
+    if not conversions:
+        return ()
+    n = len(conversions)
+    shown = ", ".join(conversions[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    return (
+        f"{label}: {n} entr{'y uses' if n == 1 else 'ies use'} the old field '{_OLD_GPU_MEMORY}', read as the "
+        f"GPU maker's figure, whose GB are GiB: {shown}; write gpu_memory_mib to say it exactly",
     )
 
 
@@ -402,7 +523,8 @@ def _annotate(source: str, changed: list[InstanceType], label: str) -> str:
     return f"{source}; {len(changed)} entr{'y' if len(changed) == 1 else 'ies'} from {Path(label).name}"
 
 
-def _parse_entry(label: str, name: Any, entry: Any) -> InstanceType:
+def _parse_entry(label: str, name: Any, entry: Any, region: str) -> tuple[InstanceType, str | None]:
+    """The entry, and how its old 'gpu_memory' field was read when it used that field."""
     if not isinstance(name, str) or not name.startswith("ml.") or name.count(".") != 2:
         raise CatalogError(
             f"{label}: instance {name!r}: names take SageMaker's form 'ml.<family>.<size>', e.g. ml.p4d.24xlarge"
@@ -410,14 +532,16 @@ def _parse_entry(label: str, name: Any, entry: Any) -> InstanceType:
     where = f"{label}: instance {name!r}"
     if not isinstance(entry, dict):
         raise CatalogError(f"{where}: expected a mapping of {', '.join(_REQUIRED_FIELDS)}")
-    unknown = sorted(set(map(str, entry)) - set(_REQUIRED_FIELDS) - set(_OPTIONAL_FIELDS))
+    unknown = sorted(set(map(str, entry)) - set(_REQUIRED_FIELDS) - set(_OPTIONAL_FIELDS) - {_OLD_GPU_MEMORY})
     if unknown:
         raise CatalogError(
             f"{where}: unknown field {unknown[0]!r}; fields: {', '.join(_REQUIRED_FIELDS + _OPTIONAL_FIELDS)}"
         )
-    missing = [f for f in _REQUIRED_FIELDS if f not in entry]
+    given = set(entry) | ({"gpu_memory_mib"} if _OLD_GPU_MEMORY in entry else set())
+    missing = [f for f in _REQUIRED_FIELDS if f not in given]
     if missing:
         raise CatalogError(f"{where}: missing field {missing[0]!r}")
+    gpu_memory_mib, conversion = _gpu_memory_mib(where, entry)
 
     gpu = entry["gpu"]
     if not isinstance(gpu, str) or not gpu.strip():
@@ -426,26 +550,61 @@ def _parse_entry(label: str, name: Any, entry: Any) -> InstanceType:
     if not isinstance(efa, bool):
         raise CatalogError(f"{where}: 'efa' must be true or false, not {efa!r}")
     note = entry.get("price_note")
-    return InstanceType(
+    instance = InstanceType(
         name=name,
         family=_split_name(name)[0],
         gpu=gpu.strip(),
         gpus=_count(where, "gpus", entry["gpus"]),
-        gpu_memory=_size(where, "gpu_memory", entry["gpu_memory"]),
+        gpu_memory_mib=gpu_memory_mib,
         vcpus=_count(where, "vcpus", entry["vcpus"]),
         memory=_size(where, "memory", entry["memory"]),
         efa=efa,
         price_per_hour=_price(where, entry["price"]),
         price_note=_text(note) if note not in (None, "") else None,
+        region_prices=_region_prices(where, entry.get("region_prices"), region),
     )
+    return instance, conversion and f"{name}: {conversion}"
+
+
+def _gpu_memory_mib(where: str, entry: dict[str, Any]) -> tuple[int, str | None]:
+    if "gpu_memory_mib" in entry and _OLD_GPU_MEMORY in entry:
+        raise CatalogError(f"{where}: give 'gpu_memory_mib' or the old '{_OLD_GPU_MEMORY}', not both")
+    if "gpu_memory_mib" in entry:
+        return _count(where, "gpu_memory_mib", entry["gpu_memory_mib"], unit="MiB"), None
+    value = entry[_OLD_GPU_MEMORY]
+    # The old field held the maker's figure ("40GB"). GPU makers' GB are GiB (the "40GB" A100 has
+    # 40960 MiB, as the SDK and EC2 list it), so a decimal unit name is read as its binary one.
+    binary = re.sub(r"(?i)([kmgt])b$", r"\1iB", value.strip()) if isinstance(value, str) else value
+    mib = round(_size(where, _OLD_GPU_MEMORY, binary) / MIB)
+    if mib < 1:
+        raise CatalogError(f"{where}: {_OLD_GPU_MEMORY!r} must be at least 1MiB, not {value!r}")
+    return mib, f"{_OLD_GPU_MEMORY}: {value} -> gpu_memory_mib: {mib}"
+
+
+def _region_prices(where: str, value: Any, own_region: str) -> tuple[RegionPrice, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise CatalogError(f"{where}: region_prices must map regions to USD per hour, e.g. {{eu-west-1: 30.1}}")
+    prices = []
+    for key, per_hour in value.items():
+        region = _region(f"{where}: region_prices", str(key).strip())
+        if region == own_region:
+            raise CatalogError(
+                f"{where}: region_prices: {region} is the catalog's own region: its price is 'price'"
+            )
+        prices.append(RegionPrice(region, _price(f"{where} in {region}", per_hour)))
+    return tuple(sorted(prices, key=lambda p: p.region))
 
 
 def _apply_prices_file(base: Catalog, path: Path) -> Catalog:
     label = str(path)
+    file_name = Path(label).name
     text = _read(path)
     data = _parse_json(text, label) if path.suffix.lower() == ".json" else _parse_yaml(text, label)
     if not isinstance(data, dict):
         raise CatalogError(f"{label}: expected a mapping of instance name to USD per hour")
+    region = _region(label, _text(data["region"])) if data.get("region") else base.region
 
     prices: dict[str, float] = {}
     for key, value in data.items():
@@ -458,23 +617,28 @@ def _apply_prices_file(base: Catalog, path: Path) -> Catalog:
             raise CatalogError(f"{label}: unknown instance type {name!r}{hint}")
         prices[name] = _price(f"{label}: instance {name!r}", value)
 
+    plural = "s" if len(prices) != 1 else ""
+    if region != base.region:
+        # Another region's prices sit beside the catalog's own, whose source and date stay.
+        instances = tuple(
+            _add_region_price(i, RegionPrice(region, prices[i.name], f"from {file_name}")) if i.name in prices else i
+            for i in base.instances
+        )
+        cited = ", ".join(_text(data[k]) for k in ("source", "date") if data.get(k))
+        source = f"{base.price_source}; {len(prices)} {region} price{plural} from {file_name}"
+        return replace(base, instances=instances, price_source=source + (f" ({cited})" if cited else ""))
+
     instances = tuple(
-        _replace_price(i, prices[i.name], Path(label).name) if i.name in prices else i for i in base.instances
+        _replace_price(i, prices[i.name], file_name) if i.name in prices else i for i in base.instances
     )
     if data.get("source"):
         source = _text(data["source"])
     elif prices:
-        source = f"{base.price_source}; {len(prices)} price{'s' if len(prices) != 1 else ''} from {Path(label).name}"
+        source = f"{base.price_source}; {len(prices)} price{plural} from {file_name}"
     else:
         source = base.price_source
     date = _text(data["date"]) if data.get("date") else base.price_date
-    return Catalog(
-        instances=instances,
-        price_source=source,
-        price_date=date,
-        spot_discount_estimate=base.spot_discount_estimate,
-        region=base.region,
-    )
+    return replace(base, instances=instances, price_source=source, price_date=date)
 
 
 def _replace_price(i: InstanceType, price: float, file_name: str) -> InstanceType:
@@ -482,12 +646,24 @@ def _replace_price(i: InstanceType, price: float, file_name: str) -> InstanceTyp
     return replace(i, price_per_hour=price, price_note=f"from {file_name}")
 
 
+def _add_region_price(i: InstanceType, price: RegionPrice) -> InstanceType:
+    kept = [p for p in i.region_prices if p.region != price.region]
+    return replace(i, region_prices=tuple(sorted([*kept, price], key=lambda p: p.region)))
+
+
 # --- small validators -------------------------------------------------------------------------
 
 
-def _count(where: str, key: str, value: Any) -> int:
+def _count(where: str, key: str, value: Any, unit: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise CatalogError(f"{where}: {key!r} must be a whole number of at least 1, not {value!r}")
+        what = f"a whole number of {unit}" if unit else "a whole number"
+        raise CatalogError(f"{where}: {key!r} must be {what} of at least 1, not {value!r}")
+    return value
+
+
+def _region(where: str, value: str) -> str:
+    if not _REGION_RE.fullmatch(value):
+        raise CatalogError(f"{where}: {value!r} is not an AWS region name, e.g. eu-west-1")
     return value
 
 

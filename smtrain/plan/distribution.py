@@ -13,8 +13,17 @@ from smtrain.plan.catalog import InstanceType
 
 # The SDK's SMDDP instance list (sagemaker/fw_utils.py); smdistributed never ran on p5 for TensorFlow.
 SMDDP_INSTANCES = ("ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge")
-SMDDP_MAX_TF = (2, 11)  # SMDDP for TensorFlow was discontinued after 2.11
-MWMS_MIN_TF = (2, 9)  # the first TF image whose toolkit emits TF_CONFIG for MWMS
+# What SageMaker's TensorFlow training images ship, per strategy (each fact with its source):
+# - smdistributed data parallel: the SDK allows it for TF 2.3 to 2.11 only
+#   (SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS in sagemaker/fw_utils.py); discontinued after 2.11.
+SMDDP_MIN_TF = (2, 3)
+SMDDP_MAX_TF = (2, 11)
+# - multi_worker_mirrored: the first image whose toolkit emits TF_CONFIG for MWMS is 2.9 (the SDK
+#   refuses `multi_worker_mirrored_strategy` below 2.9: sagemaker/tensorflow/estimator.py).
+MWMS_MIN_TF = (2, 9)
+# - horovod: the images dropped Horovod in TF 2.13 (aws/deep-learning-containers PR #3161,
+#   "Removing Horovod"); 2.12 is the last one that has it. An image_uri of your own may have it.
+HOROVOD_MAX_TF = (2, 12)
 MPI_STRATEGIES = ("horovod", "smddp")
 
 
@@ -81,20 +90,24 @@ class Findings:
 
 
 def check(strategy: str, tf_version: str | None, instance: InstanceType, nodes: int,
-          requested_processes: int | str) -> Findings:
-    """Every rule a strategy has about TF versions, instances, nodes and processes."""
+          requested_processes: int | str, image_uri: str | None = None) -> Findings:
+    """Every rule a strategy has about TF versions, images, instances, nodes and processes."""
     found = Findings()
     where = ("distribution", "strategy")
     tf = version_tuple(tf_version) if tf_version else None
     if strategy == "smddp":
-        if tf is not None and tf[:2] > SMDDP_MAX_TF:
-            found.errors.append((where, f"smddp (smdistributed data parallel) supports TensorFlow up to 2.11, "
-                                        f"not {tf_version}: use horovod or multi_worker_mirrored, or "
+        if tf is not None and not SMDDP_MIN_TF <= tf[:2] <= SMDDP_MAX_TF:
+            found.errors.append((where, f"smddp (smdistributed data parallel) exists for TensorFlow 2.3 to 2.11 "
+                                        f"only, not {tf_version}: use multi_worker_mirrored, or "
                                         "tensorflow.version 2.11"))
         if instance.name not in SMDDP_INSTANCES:
             found.errors.append((("compute", "instance_type"),
                                  f"smddp does not run on {instance.name}: use one of "
                                  f"{', '.join(SMDDP_INSTANCES)}, or strategy horovod / multi_worker_mirrored"))
+    if strategy == "horovod" and tf is not None and tf[:2] > HOROVOD_MAX_TF and not image_uri:
+        found.errors.append((where, f"SageMaker's TensorFlow {tf_version} image has no Horovod (the images "
+                                    "dropped it in 2.13): use multi_worker_mirrored, or tensorflow.version "
+                                    "2.12, or an image_uri of your own that has Horovod"))
     if strategy == "multi_worker_mirrored" and tf is not None and tf[:2] < MWMS_MIN_TF:
         found.errors.append((where, f"multi_worker_mirrored needs TensorFlow 2.9 or later in SageMaker, not "
                                     f"{tf_version}: raise tensorflow.version or use horovod"))

@@ -1,4 +1,4 @@
-"""What SageMaker's TensorFlow container starts on each host: TF_CONFIG and the mpirun line.
+"""What SageMaker's TensorFlow container starts on each host: TF_CONFIG, the mpirun or smddprun line.
 
 These follow the container toolkits (sagemaker-tensorflow-training's TF_CONFIG builders,
 sagemaker-training's MPI runner) so that `plan` shows what will run and the local backend
@@ -68,16 +68,32 @@ def hyperparameter_args(hyperparameters: Mapping[str, Any]) -> list[str]:
     return args
 
 
-def mpirun_command(hosts: Sequence[str], processes_per_host: int, instance_type: str, mpi_options: str,
-                   program: Sequence[str], *, interface: str = "eth0") -> list[str]:
-    """The mpirun line sagemaker-training's MPI runner builds on the first host."""
-    host_list = list(hosts) if processes_per_host == 1 else [f"{h}:{processes_per_host}" for h in hosts]
+SMDDP_SERVER_PORT = 7592
+# smddp's mpirun preloads the toolkit's gethostname library; its path depends on the image.
+GETHOSTNAME_PRELOAD = "LD_PRELOAD=<sagemaker-training's gethostname library>"
+
+
+def _nccl_debug(mpi_options: str) -> tuple[str, list[str]]:
+    """NCCL_DEBUG and the other custom options: both toolkit runners lift `--NCCL_DEBUG X` out."""
     options = mpi_options.split()
     nccl_debug = "INFO"
-    if "--NCCL_DEBUG" in options:  # the toolkit lifts this one option out of the custom options
+    if "--NCCL_DEBUG" in options:
         i = options.index("--NCCL_DEBUG")
         nccl_debug = options[i + 1] if i + 1 < len(options) else nccl_debug
         del options[i:i + 2]
+    return nccl_debug, options
+
+
+def _efa_options(instance_type: str) -> list[str]:
+    options = ["-x", "NCCL_PROTO=simple"] if instance_type in EFA_NCCL_INSTANCES else []
+    return options + (["-x", "FI_EFA_USE_DEVICE_RDMA=1"] if instance_type in EFA_RDMA_INSTANCES else [])
+
+
+def mpirun_command(hosts: Sequence[str], processes_per_host: int, instance_type: str, mpi_options: str,
+                   program: Sequence[str], *, interface: str = "eth0") -> list[str]:
+    """The mpirun line sagemaker-training's MPI runner (Horovod) builds on the first host."""
+    host_list = list(hosts) if processes_per_host == 1 else [f"{h}:{processes_per_host}" for h in hosts]
+    nccl_debug, options = _nccl_debug(mpi_options)
     cmd = [
         "mpirun", "--host", ",".join(host_list), "-np", str(processes_per_host * len(hosts)),
         "--allow-run-as-root", "--display-map", "--tag-output",
@@ -90,10 +106,32 @@ def mpirun_command(hosts: Sequence[str], processes_per_host: int, instance_type:
     ]
     cmd += options
     if instance_type in EFA_NCCL_INSTANCES:
-        cmd += ["-x", "FI_PROVIDER=efa", "-x", "NCCL_PROTO=simple"]
-    if instance_type in EFA_RDMA_INSTANCES:
-        cmd += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
-    return cmd + ["python", "-m", "mpi4py", *program]
+        cmd += ["-x", "FI_PROVIDER=efa"]
+    return cmd + _efa_options(instance_type) + ["python", "-m", "mpi4py", *program]
+
+
+def smddprun_command(hosts: Sequence[str], processes_per_host: int, instance_type: str, mpi_options: str,
+                     program: Sequence[str], *, interface: str = "eth0") -> list[str]:
+    """The line sagemaker-training's smdataparallel runner builds on the first host: mpirun ... smddprun."""
+    multi = len(hosts) > 1
+    host_list = [f"{h}:{processes_per_host}" for h in hosts] if multi else list(hosts)
+    nccl_debug, options = _nccl_debug(mpi_options)
+    flag = "SMDATAPARALLEL_USE_HOMOGENEOUS=1" if multi else "SMDATAPARALLEL_USE_SINGLENODE=1"
+    cmd = [
+        "mpirun", "--host", ",".join(host_list), "-np", str(processes_per_host * len(hosts)),
+        "--allow-run-as-root", "--tag-output", "--oversubscribe",
+        "-mca", "btl_tcp_if_include", interface, "-mca", "oob_tcp_if_include", interface,
+        "-mca", "plm_rsh_no_tree_spawn", "1", "-mca", "pml", "ob1", "-mca", "btl", "^openib",
+        "-mca", "orte_abort_on_non_zero_status", "1", "-mca", "btl_vader_single_copy_mechanism", "none",
+        "-mca", "plm_rsh_num_concurrent", str(len(hosts)),
+        "-x", f"NCCL_SOCKET_IFNAME={interface}", "-x", f"NCCL_DEBUG={nccl_debug}", "-x", "LD_LIBRARY_PATH",
+        "-x", "PATH", "-x", flag, "-x", "FI_PROVIDER=efa", "-x", "RDMAV_FORK_SAFE=1", "-x", GETHOSTNAME_PRELOAD,
+        *options, *_efa_options(instance_type),
+    ]
+    if multi:  # the first host serves smddp's rendezvous
+        cmd += ["-x", f"SMDATAPARALLEL_SERVER_ADDR={hosts[0]}", "-x", f"SMDATAPARALLEL_SERVER_PORT={SMDDP_SERVER_PORT}",
+                "-x", f"SAGEMAKER_INSTANCE_TYPE={instance_type}"]
+    return cmd + ["smddprun", "python", "-m", "mpi4py", *program]
 
 
 @dataclass(frozen=True)
@@ -121,7 +159,8 @@ def preview(strategy: str, hosts: Sequence[str], processes_per_host: int, instan
                                        ps_tf_config=tf_config_ps(hosts, host, ps_task=True)))
         elif strategy in ("horovod", "smddp"):
             if i == 0:
-                cmd = mpirun_command(hosts, processes_per_host, instance_type, mpi_options, program)
+                runner = mpirun_command if strategy == "horovod" else smddprun_command
+                cmd = runner(hosts, processes_per_host, instance_type, mpi_options, program)
                 launches.append(HostLaunch(host, None, cmd))
             else:
                 launches.append(HostLaunch(host, None, None, note=f"runs the MPI processes {hosts[0]} starts"))

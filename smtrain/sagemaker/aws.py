@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from smtrain import exit_codes
 from smtrain.errors import UserError
 from smtrain.jobs import seconds_from_env
-from smtrain.redact import redact
+from smtrain.redact import mask_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
@@ -171,7 +171,7 @@ def api_errors(action: str) -> Iterator[None]:
         message = explain(exc, action)
         if message is None:
             raise
-        raise UserError(redact(message), exit_codes.API) from exc
+        raise UserError(mask_text(message), exit_codes.API) from exc
 
 
 def is_not_found(exc: BaseException) -> bool:

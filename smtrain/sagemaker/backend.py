@@ -9,6 +9,7 @@ named ``<job>/algo-<n>-<epoch seconds>``.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from urllib.parse import quote
 from smtrain import exit_codes
 from smtrain.errors import UserError
 from smtrain.jobs import JobInfo, LogEvent, poll_interval
+from smtrain.redact import StreamMasker, remember
 from smtrain.sagemaker.aws import api_errors, boto_session, error_code, is_not_found
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -52,6 +54,22 @@ def host_of(stream: str) -> str:
     return m.group(1) if m else stream.rsplit("/", 1)[-1]
 
 
+def _remember_job_secrets(d: dict[str, Any]) -> None:
+    """Register the secrets a job was created with (its secret-looking environment variables and
+    hyperparameters): a command that follows the job masks them in its logs and failure reason,
+    as the run that submitted it did."""
+    remember(d.get("Environment"))
+    remember({name: _json_text(value) for name, value in (d.get("HyperParameters") or {}).items()})
+
+
+def _json_text(value: Any) -> Any:
+    # The SDK sends hyperparameters JSON-encoded ('"abc"'); the program sees abc.
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        return value
+
+
 def job_from_description(d: dict[str, Any], region: str) -> JobInfo:
     """JobInfo from a DescribeTrainingJob answer (or a ListTrainingJobs summary)."""
     name = d["TrainingJobName"]
@@ -83,6 +101,7 @@ class _LogTail:
         self._job = job
         self._streams: dict[str, _Stream] = {}
         self._pending: list[tuple[int, str, str]] = []  # (ms, host, message) read, not yet returned
+        self._mask = StreamMasker()  # per host, in each host's order: a private key block spans events
 
     def _refresh_streams(self) -> None:
         kwargs: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamNamePrefix": f"{self._job}/"}
@@ -131,7 +150,8 @@ class _LogTail:
         cutoff = float("inf") if final else time.time() * 1000 - _SETTLE_MS
         ready = [e for e in self._pending if e[0] < cutoff]
         self._pending = self._pending[len(ready):]
-        return [LogEvent(host, dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc), message.rstrip("\n"))
+        return [LogEvent(host, dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc),
+                         self._mask(host, message.rstrip("\n")))
                 for ms, host, message in ready]
 
 
@@ -151,11 +171,13 @@ class SageMakerBackend:
         """DescribeTrainingJob's answer, None when SageMaker has no job of that name."""
         with api_errors(f"describe training job {name}"):
             try:
-                return self._sagemaker.describe_training_job(TrainingJobName=name)
+                description = self._sagemaker.describe_training_job(TrainingJobName=name)
             except Exception as exc:
                 if is_not_found(exc):
                     return None
                 raise
+        _remember_job_secrets(description)
+        return description
 
     def describe(self, name: str) -> JobInfo:
         d = self._description(name)

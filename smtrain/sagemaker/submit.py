@@ -8,15 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from smtrain import exit_codes
-from smtrain.bundle.entrypoint import metric_definitions
 from smtrain.bundle.request import Request, make_request
 from smtrain.errors import UserError
 from smtrain.jobs import reattach_command
 from smtrain.plan.build import BUNDLED_ENTRY_POINT, Plan
-from smtrain.redact import mask_environment, remember
+from smtrain.plan.request_limits import request_problems
+from smtrain.plan.request_preview import CHECKPOINT_LOCAL_PATH, max_wait_seconds, metric_definitions, volume_size_gb
 from smtrain.sagemaker.upload import UploadResult, upload_bundle
-
-CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+from smtrain.spec.problems import SpecError
 
 
 def estimator_spec(request: Request) -> Any:
@@ -40,10 +39,10 @@ def estimator_spec(request: Request) -> Any:
         hyperparameters=dict(plan.hyperparameters),
         output_path=output,
         code_location=output,
-        volume_size_gb=max(1, c.volume_size // 10**9),
+        volume_size_gb=volume_size_gb(c),
         max_run=c.max_run,
         use_spot=c.spot,
-        max_wait=(c.max_wait or 2 * c.max_run) if c.spot else None,
+        max_wait=max_wait_seconds(c),
         checkpoint_s3_uri=spec.checkpoints,
         checkpoint_local_path=CHECKPOINT_LOCAL_PATH if spec.checkpoints else None,
         keep_alive_seconds=c.keep_alive or None,
@@ -68,16 +67,22 @@ def _sdk_refusals() -> Iterator[None]:
         raise UserError(str(exc), exit_codes.USAGE) from exc
 
 
+def _refuse_over_limits(plan: Plan, body: dict[str, Any]) -> None:
+    """The SDK's request against every CreateTrainingJob limit, before anything is sent (exit 2 at the spec field)."""
+    problems = request_problems(plan, body)
+    if problems:
+        raise SpecError(problems)
+
+
 def dry_run(plan: Plan, job_name: str | None = None) -> dict[str, Any]:
     """The exact CreateTrainingJob request, and what would be uploaded; offline, no credentials."""
     from smtrain.sagemaker.estimator import render_request
 
     request = make_request(plan, job_name)
-    remember(plan.spec.environment)
     with _sdk_refusals():
         body = render_request(estimator_spec(request), request.job_name)
-    if "Environment" in body:
-        body["Environment"] = mask_environment(body["Environment"])
+    _refuse_over_limits(plan, body)
+    # Real values: the CLI masks the whole document when it renders it (smtrain.redact.mask_data).
     return {"job_name": request.job_name, "request": body, "upload": request.upload_summary()}
 
 
@@ -131,7 +136,6 @@ def submit(plan: Plan, job_name: str | None = None, *, progress: bool = False) -
     from smtrain.sagemaker.create import job_arn
 
     request = make_request(plan, job_name)
-    remember(plan.spec.environment)
     spec, name = estimator_spec(request), request.job_name
     with _sdk_refusals():
         sm.validate_job_name(name)
@@ -142,6 +146,8 @@ def submit(plan: Plan, job_name: str | None = None, *, progress: bool = False) -
             raise UserError(f"a training job named {name} already exists in {plan.region}: "
                             "pick another --job-name", exit_codes.API)
     with _sdk_refusals():
+        # The request the dry run shows is the one sent: check it before the upload and the create.
+        _refuse_over_limits(plan, sm.render_request(spec, name))
         session = sm.make_session(plan.region, dry_run=False, boto_session=boto)
         estimator = sm.build_estimator(spec, session)
     with api_errors(f"upload the source bundle to {request.source_uri}"):

@@ -1,9 +1,16 @@
 """Stage 1, YAML -> Spec: the job spec file read, typed and checked, or every problem at its file:line:column.
 
-    yaml_source.py  YAML node graph -> plain data plus a SourceMap of positions; ${VAR} expansion
-    model.py        the pydantic models of the spec, --set overrides, load_spec(), the JSON Schema
+    spec_file.py    the file read safely: a regular file, at most 1MB, UTF-8
+    yaml_source.py  YAML node graph -> plain data plus a SourceMap of positions; ${VAR} expansion; the
+                    caps on depth, values and text; only the standard tags
+    model.py        the pydantic models of the spec, --set overrides, load_spec(), cross-field rules
+    fields.py       the value types of the fields (whole numbers, finite numbers, flags, sizes, durations,
+                    checked text) and the JSON Schema part each one brings
+    patterns.py     the text patterns (names, ARNs, regions, URIs, image references), matched whole
+    schema.py       the JSON Schema for editors (`smtrain schema`): the loader's rules and ${VAR} forms
     problems.py     Problem / SpecError: what is wrong, where (file:line:column and dotted field)
     units.py        sizes (GB, GiB), durations (90m, 6h, 1d), --since values
 
-May import: the shared modules (smtrain.errors, exit_codes, aws_config). Nothing else of smtrain.
+May import: the shared modules (smtrain.errors, exit_codes, aws_config; redact, to register the spec's
+secrets as soon as it is read). Nothing else of smtrain.
 """

@@ -8,146 +8,61 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from smtrain.aws_config import default_region
-from smtrain.spec.problems import Path_, Problem, SpecError
-from smtrain.spec.units import parse_duration, parse_size
+from smtrain.redact import remember
+from smtrain.spec import patterns
+from smtrain.spec.fields import (
+    AS_WRITTEN,
+    LINE_CHARS,
+    MAX_RUN_LIMIT,
+    TAG_KEY_SCHEMA,
+    DataUri,
+    Flag,
+    HyperValue,
+    Line,
+    ProcessesPerHost,
+    S3Uri,
+    Size,
+    TagValue,
+    Text,
+    checked,
+    duration,
+    is_line,
+    mapping_key,
+    real,
+    tag_text,
+    whole,
+)
+from smtrain.spec.problems import Path_, Problem, SpecError, brief
+from smtrain.spec.spec_file import read_spec_text
+from smtrain.spec.units import format_duration
 from smtrain.spec.yaml_source import SourceMap, load_yaml
+
+__all__ = ["MAX_RUN_LIMIT", "LoadedSpec", "Spec", "apply_overrides", "json_schema", "load_spec"]
+
+MAX_LEARNING_RATE = 1000.0
 
 STRATEGIES = ("auto", "none", "mirrored", "multi_worker_mirrored", "parameter_server", "horovod", "smddp")
 
-# Job names are <name>-<yyyymmdd-HHMMSS>-<4 hex>: 21 characters after the name, 63 in all.
-_NAME = re.compile(r"^(?=.{1,42}$)[A-Za-z0-9](?:-*[A-Za-z0-9])*$")
-_ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
-_REGION = re.compile(r"^[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-\d$")
-_S3 = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](?:/.*)?$")
-_CHANNEL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,511}$")
-_TAG_TEXT = re.compile(r"^[\w\s.:/=+\-@]*$", re.UNICODE)
-_SUBNET = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-_SG = re.compile(r"^sg-[0-9a-f]{8,17}$")
-_PY = re.compile(r"^py3\d{1,2}$")
-_VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
-
-MAX_RUN_LIMIT = 28 * 86400  # SageMaker's ceiling for MaxRuntimeInSeconds / MaxWaitTimeInSeconds
-
-
-def _checked(kind: str, pattern: re.Pattern[str], hint: str) -> Any:
-    def check(value: object) -> str:
-        if not isinstance(value, str) or not pattern.match(value):
-            raise ValueError(f"{value!r} is not {kind}: {hint}")
-        return value
-
-    return PlainValidator(check)
-
-
-def _size(value: object) -> int:
-    return parse_size(value)
-
-
-def _duration(value: object) -> int:
-    return parse_duration(value)
-
-
-def _processes(value: object) -> int | str:
-    if value == "auto":
-        return "auto"
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    if isinstance(value, str) and value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise ValueError(f"{value!r} is not 'auto' or a positive whole number")
-
-
-def _scalar_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    raise ValueError(f"expected a plain value (text or number), not {type(value).__name__}")
-
-
-def _hyperparameter(value: object) -> str | int | float | bool:
-    if isinstance(value, (str, int, float, bool)):
-        return value
-    raise ValueError(f"expected a plain value (text, number or true/false), not {type(value).__name__}")
-
-
-Size = Annotated[int, PlainValidator(_size),
-                 WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
-                                           {"type": "string", "pattern": r"^\d+(\.\d+)?\s*([KMGT]i?B?)?$"}],
-                                 "description": "bytes, or a size such as 40GB (10^9) or 100GiB (2^30)"})]
-Duration = Annotated[int, PlainValidator(_duration),
-                     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
-                                               {"type": "string", "pattern": r"^\d+(\.\d+)?\s*[smhd]?$"}],
-                                     "description": "seconds, or a duration such as 90m, 6h, 1d"})]
-ProcessesPerHost = Annotated[int | str, PlainValidator(_processes),
-                             WithJsonSchema({"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1}]})]
-Text = Annotated[str, PlainValidator(_scalar_text), WithJsonSchema({"type": ["string", "number", "boolean"]})]
-HyperValue = Annotated[str | int | float | bool, PlainValidator(_hyperparameter),
-                       WithJsonSchema({"type": ["string", "number", "boolean"]})]
-S3Uri = Annotated[str, _checked("an S3 URI", _S3, "write s3://bucket/prefix"),
-                  WithJsonSchema({"type": "string", "pattern": "^s3://"})]
-# Inputs and output may also be local (file:// or a path) for `submit --local`.
-DataUri = Annotated[str, PlainValidator(lambda v: _data_uri(v)), WithJsonSchema({"type": "string"})]
-
-
-def _data_uri(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("expected an s3:// URI, a file:// URI or a local path")
-    if value.startswith("s3://") and not _S3.match(value):
-        raise ValueError(f"{value!r} is not a valid S3 URI: write s3://bucket/prefix")
-    if re.match(r"^[a-z][a-z0-9+.-]*://", value) and not value.startswith(("s3://", "file://")):
-        raise ValueError(f"{value!r}: only s3://, file:// or a local path are supported")
-    return value
-
-
-def _key(kind: str, ok: Any, hint: str) -> Any:
-    def check(value: object) -> str:
-        if not isinstance(value, str) or not ok(value):
-            raise ValueError(f"{value!r} is not {kind}: {hint}")
-        return value
-
-    return PlainValidator(check)
-
-
-ChannelName = Annotated[str, _key("a channel name", _CHANNEL.match, "1-64 letters, digits, '.', '-' or '_'")]
-EnvName = Annotated[str, _key("an environment variable name", _ENV_NAME.match, "letters, digits and _")]
-TagKey = Annotated[str, _key("a tag key", lambda k: 1 <= len(k) <= 128 and _TAG_TEXT.match(k)
-                             and not k.lower().startswith("aws:"),
-                             "1-128 letters, digits, spaces or _.:/=+-@, not starting with aws:")]
-HyperName = Annotated[str, _key("a hyperparameter name", lambda k: bool(k) and not k.startswith("sagemaker_"),
-                                "names starting with sagemaker_ are SageMaker's own")]
-
-
-def _tag_value(value: object) -> str:
-    text = _scalar_text(value)
-    if len(text) > 256 or not _TAG_TEXT.match(text):
-        raise ValueError("tag values are up to 256 letters, digits, spaces or _.:/=+-@")
-    return text
-
-
-TagValue = Annotated[str, PlainValidator(_tag_value), WithJsonSchema({"type": ["string", "number", "boolean"]})]
-
-
-def _limited(value: object) -> int:
-    seconds = parse_duration(value)
-    if seconds > MAX_RUN_LIMIT:
-        raise ValueError(f"{value!r} is over SageMaker's limit of 28 days")
-    return seconds
-
-
-LimitedDuration = Annotated[int, PlainValidator(_limited),
-                            WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1},
-                                                      {"type": "string", "pattern": r"^\d+(\.\d+)?\s*[smhd]?$"}],
-                                            "description": "seconds, or a duration such as 90m, 6h, 1d"})]
+ChannelName = mapping_key("a channel name", patterns.CHANNEL.matches,
+                          "1-64 letters, digits, '.', '-' or '_', not . or ..", patterns.CHANNEL.json_schema())
+EnvName = mapping_key("an environment variable name", patterns.ENV_NAME.matches,
+                      "letters, digits and _, not starting with a digit", patterns.ENV_NAME.json_schema())
+TagKey = mapping_key("a tag key", lambda k: 1 <= len(k) <= 128 and tag_text(k) and not k.lower().startswith("aws:"),
+                     "1-128 letters, digits, spaces or _.:/=+-@, not starting with aws:", TAG_KEY_SCHEMA)
+HyperName = mapping_key("a hyperparameter name", lambda k: bool(k) and not k.startswith("sagemaker_") and is_line(k),
+                        "one line, not starting with sagemaker_ (SageMaker's own names)",
+                        {"type": "string", "minLength": 1,
+                         "pattern": patterns.whole_text(f"(?!sagemaker_){LINE_CHARS}+")})
 
 
 class _Model(BaseModel):
@@ -155,49 +70,56 @@ class _Model(BaseModel):
 
 
 class TensorFlowSpec(_Model):
-    version: Annotated[str, _checked("a version", _VERSION, 'write it quoted, such as "2.19"')] | None = Field(
+    # Unquoted, YAML reads 2.10 as a number: the loader takes the text as written, so may an editor.
+    version: Annotated[checked("a version", patterns.TF_VERSION, 'such as "2.19"'), AS_WRITTEN,
+                       WithJsonSchema({"anyOf": [patterns.TF_VERSION.json_schema(), {"type": "number"}]})] | None = Field(
         None, description="SageMaker TensorFlow training image version, e.g. \"2.19\"")
-    python: Annotated[str, _checked("a Python tag", _PY, "such as py310 or py312")] | None = Field(
+    python: checked("a Python tag", patterns.PYTHON_TAG, "such as py310 or py312") | None = Field(
         None, description="py310, py312, ...; inferred from version when omitted")
-    image_uri: str | None = Field(None, description="a training image URI to use instead of SageMaker's")
+    image_uri: checked("an image reference", patterns.IMAGE_URI, "write registry/repository[:tag][@sha256:digest], "
+                       "such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-image:1.0") | None = Field(
+        None, description="a training image URI to use instead of SageMaker's")
 
 
 class ComputeSpec(_Model):
-    instance_type: str = Field("auto", description='"auto" or an ml.* instance type')
-    gpu: str | None = Field(None, description="for auto: GPU model wanted (A100, H100, V100, T4, A10G, L4, L40S, ...)")
-    gpus_per_node: int = Field(1, ge=1, description="for auto: at least this many GPUs per node")
+    instance_type: Line = Field("auto", description='"auto" or an ml.* instance type')
+    gpu: Line | None = Field(None, description="for auto: GPU model wanted (A100, H100, V100, T4, A10G, L4, L40S, ...)")
+    gpus_per_node: whole(1) = Field(1, description="for auto: at least this many GPUs per node")
     min_gpu_memory: Size | None = Field(None, description="for auto: memory per GPU, e.g. 40GB")
-    nodes: int = Field(1, ge=1, le=100, description="number of instances")
-    volume_size: Size = Field(30 * 10**9, description="EBS volume per instance")
-    spot: bool = Field(False, description="managed spot training")
-    max_run: LimitedDuration = Field(86400, description="MaxRuntimeInSeconds")
-    max_wait: LimitedDuration | None = Field(None, description="spot only: MaxWaitTimeInSeconds, >= max_run")
-    keep_alive: Duration = Field(0, description="warm-pool keep-alive period")
+    nodes: whole(1, 100) = Field(1, description="number of instances")
+    volume_size: Size = Field("30GB", validate_default=True, description="EBS volume per instance")
+    spot: Flag = Field(False, description="managed spot training")
+    max_run: duration(1, MAX_RUN_LIMIT) = Field("1d", validate_default=True, description="MaxRuntimeInSeconds")
+    max_wait: duration(1, MAX_RUN_LIMIT) | None = Field(
+        None, description="spot only: MaxWaitTimeInSeconds, >= max_run; default 2 x max_run")
+    keep_alive: duration() = Field(0, description="warm-pool keep-alive period")
 
 
 class DistributionSpec(_Model):
     strategy: Literal[STRATEGIES] = "auto"  # type: ignore[valid-type]
     processes_per_host: ProcessesPerHost = Field("auto", description="horovod/smddp: default = GPUs per node")
-    mpi_options: str = Field("", description="extra mpirun options (horovod/smddp)")
+    mpi_options: Line = Field("", description="extra mpirun options (horovod/smddp)")
 
 
 class TrainingSpec(_Model):
     """Hyperparameters of the bundled entrypoint (entrypoints/README.md documents each)."""
 
-    model: str = Field("mlp", description="mlp, cnn, resnet50, or module:function in your source_dir")
-    epochs: int = Field(10, ge=1)
-    batch_size_per_replica: int = Field(64, ge=1)
-    learning_rate: float = Field(0.001, gt=0, description="for one replica; scaled by lr_scaling")
+    model: Line = Field("mlp", description="mlp, cnn, resnet50, or module:function in your source_dir")
+    epochs: whole(1) = 10
+    batch_size_per_replica: whole(1) = 64
+    # Bounded so the scaled rate (x replicas) stays finite; a larger base rate is a typo.
+    learning_rate: real(above=0, maximum=MAX_LEARNING_RATE) = Field(
+        0.001, description="for one replica; scaled by lr_scaling")
     lr_scaling: Literal["none", "linear", "sqrt"] = "linear"
-    warmup_epochs: float = Field(0, ge=0)
+    warmup_epochs: real(minimum=0) = 0.0
     optimizer: Literal["adam", "sgd"] = "adam"
     mixed_precision: Literal["auto", "on", "off"] = "auto"
-    xla: bool = False
-    steps_per_execution: int | None = Field(None, ge=1)
-    checkpoint_every_steps: int | None = Field(None, ge=0)
+    xla: Flag = False
+    steps_per_execution: whole(1) | None = None
+    checkpoint_every_steps: whole(0) | None = None
     data: Literal["channels", "synthetic"] = "channels"
     data_format: Literal["auto", "npz", "tfrecord", "csv"] = "auto"
-    seed: int | None = None
+    seed: whole(0) | None = None
 
 
 class ChannelSpec(_Model):
@@ -207,19 +129,19 @@ class ChannelSpec(_Model):
 
 
 class CodeSpec(_Model):
-    source_dir: str | None = Field(None, description="your code, relative to this file")
-    entry_point: str | None = Field(None, description="a script in source_dir; default: the bundled entrypoint")
-    requirements: str | None = Field(None, description="requirements file, relative to source_dir")
-    use_gitignore: bool = Field(True, description="leave out what .gitignore ignores")
-    allow_secrets: tuple[str, ...] = Field((), description="gitignore-style patterns of secret-looking files to allow")
-    max_bundle_size: Size = Field(100 * 10**6, description="largest sourcedir.tar.gz accepted")
+    source_dir: Line | None = Field(None, description="your code, relative to this file")
+    entry_point: Line | None = Field(None, description="a script in source_dir; default: the bundled entrypoint")
+    requirements: Line | None = Field(None, description="requirements file, relative to source_dir")
+    use_gitignore: Flag = Field(True, description="leave out what .gitignore ignores")
+    allow_secrets: tuple[Line, ...] = Field((), description="gitignore-style patterns of secret-looking files to allow")
+    max_bundle_size: Size = Field("100MB", validate_default=True, description="largest sourcedir.tar.gz accepted")
 
 
 class NetworkSpec(_Model):
-    subnets: tuple[Annotated[str, _checked("a subnet id", _SUBNET, "such as subnet-0abc1234")], ...] = ()
-    security_groups: tuple[Annotated[str, _checked("a security group id", _SG, "such as sg-0abc1234")], ...] = ()
-    isolation: bool = False
-    encrypt_inter_container_traffic: bool = False
+    subnets: tuple[checked("a subnet id", patterns.SUBNET, "such as subnet-0abc1234"), ...] = ()
+    security_groups: tuple[checked("a security group id", patterns.SECURITY_GROUP, "such as sg-0abc1234"), ...] = ()
+    isolation: Flag = False
+    encrypt_inter_container_traffic: Flag = False
 
 
 class Spec(_Model):
@@ -227,24 +149,22 @@ class Spec(_Model):
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="smtrain job spec")
 
-    name: Annotated[str, _checked("a job name prefix", _NAME, "up to 42 letters, digits and hyphens "
-                                  "(the job name adds 21 characters within SageMaker's 63), starting and ending with "
-                                  "a letter or digit")]
-    role: Annotated[str, _checked("an IAM role ARN", _ROLE, "write the full ARN, "
-                                  "arn:aws:iam::123456789012:role/NAME")]
-    region: Annotated[str, _checked("an AWS region", _REGION, "such as us-east-1")] | None = None
+    name: checked("a job name prefix", patterns.NAME, "up to 42 letters, digits and hyphens (the job name adds 21 "
+                  "characters within SageMaker's 63), starting and ending with a letter or digit")
+    role: checked("an IAM role ARN", patterns.ROLE, "write the full ARN, arn:aws:iam::123456789012:role/NAME")
+    region: checked("an AWS region", patterns.REGION, "such as us-east-1") | None = None
     tensorflow: TensorFlowSpec
-    compute: ComputeSpec = ComputeSpec()
-    distribution: DistributionSpec = DistributionSpec()
-    training: TrainingSpec = TrainingSpec()
-    code: CodeSpec = CodeSpec()
+    compute: ComputeSpec = Field(default_factory=ComputeSpec)
+    distribution: DistributionSpec = Field(default_factory=DistributionSpec)
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    code: CodeSpec = Field(default_factory=CodeSpec)
     inputs: dict[ChannelName, ChannelSpec] = Field(default_factory=dict, description="channel name -> URI or {uri, mode}")
     output: DataUri = Field(description="where model, output and code go (s3://, or local for --local)")
     checkpoints: S3Uri | None = Field(None, description="checkpoint S3 URI; required when compute.spot is true")
     hyperparameters: dict[HyperName, HyperValue] = Field(default_factory=dict, description="passed through as they are")
     environment: dict[EnvName, Text] = Field(default_factory=dict)
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
-    network: NetworkSpec = NetworkSpec()
+    network: NetworkSpec = Field(default_factory=NetworkSpec)
 
 
 @dataclass(frozen=True)
@@ -275,12 +195,43 @@ def _normalise(data: dict[str, Any]) -> None:
                 inputs[name] = {"uri": value}
 
 
-def _fix_unquoted_version(data: dict[str, Any], smap: SourceMap) -> None:
-    # YAML reads `version: 2.10` as the float 2.1: take the text as written instead.
-    tf = data.get("tensorflow")
-    raw = smap.raw.get(("tensorflow", "version"))
-    if isinstance(tf, dict) and isinstance(tf.get("version"), (int, float)) and raw:
-        tf["version"] = raw
+def _wants_text(annotation: Any) -> bool:
+    """Whether YAML's typing would surprise in this field: a choice of words (`on`, `off`), or a
+    field marked AS_WRITTEN (a version, an environment value). Other text fields keep YAML's type,
+    as an editor reading the file sees it (`name: 123` is a number there, and refused)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return AS_WRITTEN in args[1:] or _wants_text(args[0])
+    if origin in (Union, types.UnionType):
+        return all(_wants_text(a) for a in args if a is not type(None))
+    if origin is Literal:
+        return all(isinstance(a, str) for a in args)
+    return False
+
+
+def _as_written(annotation: Any, value: Any, path: Path_, smap: SourceMap) -> Any:
+    """YAML reads `version: 2.10` as the float 2.1 and `mixed_precision: on` as true: in such fields
+    take the text as written instead."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    model, keyed = _submodel(annotation)
+    if model is not None:
+        if not keyed:
+            members = [(path, value)]
+        else:
+            members = [(path + (k,), v) for k, v in value.items()] if isinstance(value, dict) else []
+        for where, item in members:
+            if isinstance(item, dict):
+                for name, field in model.model_fields.items():
+                    if name in item:
+                        item[name] = _as_written(field.annotation, item[name], where + (name,), smap)
+        return value
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return {k: _as_written(args[1], v, path + (k,), smap) for k, v in value.items()}
+    if origin is tuple and isinstance(value, list) and args:
+        return [_as_written(args[0], v, path + (i,), smap) for i, v in enumerate(value)]
+    if isinstance(value, (bool, int, float)) and path in smap.raw and _wants_text(annotation):
+        return smap.raw[path]
+    return value
 
 
 def _submodel(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
@@ -320,7 +271,11 @@ def _problems_from(error: ValidationError, smap: SourceMap) -> list[Problem]:
             close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else (
                 f" (known fields: {', '.join(known)})" if known else "")
-            problems.append(Problem(loc, f"unknown field '{loc[-1]}'{hint}", smap.locate(loc, at_key=True)))
+            if loc[:1] == ("training",) and len(loc) == 2:
+                # training: holds the fields smtrain itself reads; everything else goes to the entry
+                # point as it is, from hyperparameters:.
+                hint += f"; a setting for the entry point goes under hyperparameters: ({loc[-1]}: ...)"
+            problems.append(Problem(loc, f"unknown field {brief(str(loc[-1]))}{hint}", smap.locate(loc, at_key=True)))
         elif kind == "missing":
             problems.append(Problem(loc, "required field is missing", smap.locate(loc[:-1])))
         else:
@@ -344,6 +299,10 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     if c.max_wait is not None and not c.spot:
         out.append(loaded.problem(("compute", "max_wait"), "max_wait applies only to spot training: "
                                   "set compute.spot: true or remove max_wait"))
+    if c.spot and c.max_wait is None and 2 * c.max_run > MAX_RUN_LIMIT:
+        out.append(loaded.problem(("compute", "max_run"), f"spot training waits 2 x max_run by default "
+                                  f"({format_duration(2 * c.max_run)}), over SageMaker's limit of 28 days: set "
+                                  "compute.max_wait (from max_run up to 28d)"))
     if c.spot and c.max_wait is not None and c.max_wait < c.max_run:
         out.append(loaded.problem(("compute", "max_wait"), f"max_wait ({c.max_wait}s) must be at least "
                                   f"max_run ({c.max_run}s): it includes the time spent waiting for spot capacity"))
@@ -414,24 +373,29 @@ def apply_overrides(data: dict[str, Any], smap: SourceMap, overrides: Sequence[s
     return problems
 
 
+def _remember_secrets(data: object) -> None:
+    """Register the secret-looking environment and hyperparameter values with smtrain.redact before
+    anything can fail: every later message, problem or traceback then masks them."""
+    for section in ("environment", "hyperparameters"):
+        remember(data.get(section) if isinstance(data, dict) else None)
+
+
 def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
               env: Mapping[str, str] | None = None) -> LoadedSpec:
     """Read, interpolate, override and validate a job spec; raise SpecError listing every problem."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError([Problem((), f"{file}: no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError([Problem((), f"{file}: cannot read: {exc}")]) from None
-    data, smap = load_yaml(text, str(file), os.environ if env is None else env)
-    problems = apply_overrides(data, smap, overrides)
+    data, smap, problems = load_yaml(read_spec_text(file), str(file), os.environ if env is None else env)
+    _remember_secrets(data)
+    set_problems = apply_overrides(data, smap, overrides)
+    _remember_secrets(data)
+    # A value set on the command line replaces the file's, and with it the file's problem there.
+    problems = [p for p in problems if not any(p.path[: len(s)] == s for s in smap.overridden)] + set_problems
     _normalise(data)
-    _fix_unquoted_version(data, smap)
+    data = _as_written(Spec, data, (), smap)
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(problems + _problems_from(exc, smap)) from None
+        raise SpecError(problems + [p for p in _problems_from(exc, smap) if not smap.explained(p.path)]) from None
     loaded = LoadedSpec(spec, smap, file.resolve().parent)
     problems += _check(loaded)
     if problems:
@@ -440,10 +404,7 @@ def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of the job spec, from the same models that validate it."""
-    schema = Spec.model_json_schema()
-    # A channel may be written as its URI alone; the loader expands it before validation.
-    channel = schema["properties"]["inputs"]["additionalProperties"]
-    schema["properties"]["inputs"]["additionalProperties"] = {"anyOf": [{"type": "string"}, channel]}
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return schema
+    """The JSON Schema of the job spec, for editors: the rules the loader applies (smtrain.spec.schema)."""
+    from smtrain.spec.schema import editor_schema
+
+    return editor_schema(Spec)

@@ -8,14 +8,22 @@ Path_ = tuple[str | int, ...]
 
 
 def dotted(path: Path_) -> str:
-    """('inputs', 'train', 'uri') -> 'inputs.train.uri'; list indexes as [i]."""
+    """('inputs', 'train', 'uri') -> 'inputs.train.uri'; list indexes as [i], odd keys as ['..']."""
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not part or "." in part or not part.isprintable() or part != part.strip():
+            out += f"[{part!r}]"  # a key such as ".." or "x\n" would not read back from a dotted path
         else:
             out += ("." if out else "") + part
     return out or "(top level)"
+
+
+def brief(value: object, limit: int = 60) -> str:
+    """repr(value), cut short: a message quotes what was written, not a 400-digit number in full."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,12 @@ class Location:
         if self.line is None:
             return self.source
         return f"{self.source}:{self.line}:{self.column}"
+
+
+def location_in(source: str, text: str, index: int) -> Location:
+    """The 1-based line and column of character `index` of `text`, read from `source`."""
+    line_start = text.rfind("\n", 0, index) + 1
+    return Location(source, text.count("\n", 0, index) + 1, index - line_start + 1)
 
 
 @dataclass(frozen=True)

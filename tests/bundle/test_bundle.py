@@ -620,6 +620,16 @@ def test_missing_paths_are_named(tmp_path: Path, entry: Path) -> None:
         build_bundle(entry, src, ".")
 
 
+def test_errors_name_the_spec_field_they_concern(tmp_path: Path) -> None:
+    src = write_tree(tmp_path / "src", {"train.py": "", ".env": ""})
+    with pytest.raises(BundleError) as err:
+        build_bundle(None, src, "missing.txt", allow=[".env"])
+    assert err.value.field == ("code", "requirements")
+    with pytest.raises(BundleError) as err:
+        build_bundle(None, src)
+    assert err.value.field == ("code", "source_dir")
+
+
 def test_size_limit_names_the_largest_files(tmp_path: Path) -> None:
     rnd = random.Random(7)
     sizes = {f"blob{i}.bin": 10_000 * (i + 1) for i in range(7)}
@@ -640,9 +650,11 @@ def test_size_limit_names_the_largest_files(tmp_path: Path) -> None:
 
 
 def test_size_limit_stops_early_on_a_huge_bundle(tmp_path: Path) -> None:
+    # Incompressible data: compressing stops once the output is far over the limit. (The total is
+    # under 1032 x the limit, so the refusal before compressing does not apply.)
     src = write_tree(tmp_path / "src", {"data.bin": random.Random(1).randbytes(3_000_000)})
-    with pytest.raises(BundleError, match=r"more than .* over the limit of 100 bytes"):
-        build_bundle(None, src, max_size=100)
+    with pytest.raises(BundleError, match=r"more than .* over the limit of 10.0 KB"):
+        build_bundle(None, src, max_size=10_000)
 
 
 # --------------------------------------------------------------------------- S3 key

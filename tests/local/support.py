@@ -10,6 +10,10 @@ backend's orchestration is tested in seconds. Its behaviour comes from hyperpara
     reason     written to output/failure before failing (empty: write nothing)
     needs      a module to import first (tests of requirements.txt)
     ticks      lines to print, 0.2 s apart, before finishing
+    echo_env   environment variables (comma-separated) whose values it prints, each on a line
+               `env NAME: value` (tests of secret masking)
+    children   processes to start first (as mpirun starts ranks): each ignores SIGTERM, prints
+               nothing, writes output/data/child-<pid>.pid and sleeps
 
 Each process writes its environment and argv to output/data/env-<host>-<pid>.json and a file
 named after its host into the model directory.
@@ -21,6 +25,7 @@ import io
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +38,7 @@ from smtrain.spec.model import load_spec
 from tests.support.specfiles import BASE, merged
 
 STANDIN = '''\
-import json, os, signal, sys, time
+import json, os, signal, subprocess, sys, time
 
 argv = sys.argv[1:]
 hp = {argv[i][2:]: argv[i + 1] for i in range(0, len(argv) - 1, 2) if argv[i].startswith("--")}
@@ -42,11 +47,17 @@ if hp.get("needs"):
     __import__(hp["needs"])
 task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
 print(f"standin on {host} task={task.get('type')}:{task.get('index')}", flush=True)
+for name in filter(None, hp.get("echo_env", "").split(",")):
+    print(f"env {name}: {os.environ.get(name, '')}", flush=True)
 data = os.environ["SM_OUTPUT_DATA_DIR"]
 with open(os.path.join(data, f"env-{host}-{os.getpid()}.json"), "w") as f:
     json.dump({"env": dict(os.environ), "argv": argv, "cwd": os.getcwd()}, f)
 with open(os.path.join(os.environ["SM_MODEL_DIR"], f"{host}.txt"), "w") as f:
     f.write(host)
+CHILD = ("import os, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+         "open(os.path.join(sys.argv[1], 'child-%d.pid' % os.getpid()), 'w').close(); time.sleep(3600)")
+for _ in range(int(hp.get("children", "0"))):
+    subprocess.Popen([sys.executable, "-c", CHILD, data])
 mode = hp.get("mode", "ok")
 fail_host = hp.get("fail_host", "")
 
@@ -151,3 +162,13 @@ def kill_all(pids: list[int]) -> None:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+PATIENCE = 120.0  # a bound for a stuck test, far above what any step takes
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)

@@ -297,7 +297,8 @@ def test_pipe_mode_and_a_taken_name_are_refused_before_anything_is_made(tmp_path
 
 
 def test_horovod_without_mpi4py_is_a_clear_usage_error(tmp_path: Path) -> None:
-    plan = make_plan(tmp_path, {"compute": {"nodes": 2, "instance_type": "ml.p3.16xlarge"},
+    plan = make_plan(tmp_path, {"tensorflow": {"version": "2.12"},
+                                "compute": {"nodes": 2, "instance_type": "ml.p3.16xlarge"},
                                 "distribution": {"strategy": "horovod", "processes_per_host": 1}})
     backend = LocalBackend(tmp_path / "home")
     with pytest.raises(UserError) as err:
@@ -321,13 +322,16 @@ def test_a_job_whose_smtrain_process_died_is_reported_failed(tmp_path: Path) -> 
     assert backend.stop(job.name).status == "Stopped"
 
 
-def test_real_entrypoint_unknown_model_fails_on_every_host_with_its_message(tmp_path: Path) -> None:
-    # The bundled entrypoint checks the model name before importing TensorFlow: seconds, not minutes.
+def test_real_entrypoint_bad_hyperparameter_fails_on_every_host_with_its_message(tmp_path: Path) -> None:
+    # The bundled entrypoint checks its hyperparameters before importing TensorFlow: seconds, not
+    # minutes. (validate catches an unknown model or a missing channel before any host starts.)
     plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"},
-                                "training": {"model": "mpl"}, "inputs": {}}, standin=False)
+                                "training": {"data": "synthetic"}, "hyperparameters": {"num_classes": -1}},
+                     standin=False)
     backend = LocalBackend(tmp_path / "home")
     job = backend.run(local_request(plan, "bad-model"), stream=io.StringIO(), grace=FAST_GRACE)
     assert job.status == "Failed"
-    assert job.failure_reason.startswith("AlgorithmError: ") and "mpl" in job.failure_reason
+    assert job.failure_reason.startswith("AlgorithmError: ") and "num_classes" in job.failure_reason
+    assert job.model_artifacts is None  # it saved nothing: no empty model.tar.gz that reads as a model
     assert "ExecuteUserScriptError" not in job.failure_reason  # the entrypoint's own output/failure
     assert os.path.exists(backend.store.job_dir("bad-model") / "hosts" / job.extra["failed_host"] / "output" / "failure")

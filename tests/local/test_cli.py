@@ -46,9 +46,11 @@ def test_submit_local_trains_the_demo_spec_and_every_job_command_sees_it(local_e
 
 
 def test_submit_local_failure_exits_1_with_the_reason(local_env: dict[str, str]) -> None:
-    proc = smtrain("submit", "configs/local-demo.yaml", "--local", "--set", "training.model=mpl", "--output", "json",
-                   env=local_env, timeout=300)
+    proc = smtrain("submit", "configs/local-demo.yaml", "--local", "--set", "hyperparameters.num_classes=-1",
+                   "--output", "json", env=local_env, timeout=300)
     assert proc.returncode == 1, proc.stderr[-3000:]
     job = json.loads(proc.stdout)
     assert job["status"] == "Failed" and job["failure_reason"].startswith("AlgorithmError: ")
-    assert smtrain("status", job["name"], env=local_env).returncode == 1
+    assert job["model_artifacts"] is None
+    status = smtrain("status", job["name"], env=local_env)
+    assert status.returncode == 1 and "none: the job saved no model" in status.stdout

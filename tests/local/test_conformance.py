@@ -25,6 +25,7 @@ from smtrain.local.contract import TF_FRAMEWORK_MODULE
 from smtrain.local.hosts import Hosts, lay_out, write_bundle
 from smtrain.local.launch import host_processes
 from smtrain.local.request import local_request, render_local
+from smtrain.plan import launch
 from tests.local.support import make_plan
 
 pytestmark = pytest.mark.skipif(
@@ -58,7 +59,7 @@ SPECS: dict[str, dict[str, Any]] = {
                     "environment": {"MY_SETTING": "1"}},
     "mwms-2": {"compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"}},
     "parameter-server-3": {"compute": {"nodes": 3}, "distribution": {"strategy": "parameter_server"}},
-    "horovod-2": {"compute": {"nodes": 2, "instance_type": "ml.p4d.24xlarge"},
+    "horovod-2": {"tensorflow": {"version": "2.12"}, "compute": {"nodes": 2, "instance_type": "ml.p4d.24xlarge"},
                   "distribution": {"strategy": "horovod", "processes_per_host": 2,
                                    "mpi_options": "-x HOROVOD_FUSION_THRESHOLD=1"}},
     "smddp-2": {"tensorflow": {"version": "2.11"}, "compute": {"nodes": 2, "instance_type": "ml.p4d.24xlarge"},
@@ -142,3 +143,53 @@ def test_tf_config_matches_the_toolkits_builders_except_host_and_port(tmp_path: 
             for job, listed in tf["cluster"].items():
                 for index, address in enumerate(listed):
                     assert seen.setdefault(f"{job}:{index}", address) == address
+
+
+# The smdataparallel runner's command, built by the toolkit itself on the first host.
+SMDDP_RUNNER = r"""
+import json, sys
+from sagemaker_training import environment, process, smdataparallel
+
+env = environment.Environment(hyperparameters=environment.read_hyperparameters())
+runner = smdataparallel.SMDataParallelRunner(
+    env.user_entry_point, env.to_cmd_args(), env.to_env_vars(), int(sys.argv[1]), env.master_hostname,
+    env.distribution_hosts, sys.argv[2], env.network_interface_name)
+command = runner._create_command() + process.ProcessRunner._create_command(runner)
+json.dump({"command": command, "args": env.to_cmd_args()}, sys.stdout)
+"""
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_smddp_launch_preview_is_the_toolkits_smddprun_line(tmp_path: Path, nodes: int) -> None:
+    # A stand-in `smddprun` on PATH: the toolkit adds it to the line only where the image has one.
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "smddprun").write_text("#!/bin/sh\n")
+    (fake_bin / "smddprun").chmod(0o755)
+    changes = {**SPECS["smddp-2"], "compute": {"nodes": nodes, "instance_type": "ml.p4d.24xlarge"},
+               "distribution": {"strategy": "smddp", "mpi_options": "--NCCL_DEBUG WARN -x MY_FLAG=1"}}
+    plan, hosts = laid_out(tmp_path, changes)
+    env = {"PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '')}", "AWS_EC2_METADATA_DISABLED": "true",
+           "SAGEMAKER_BASE_DIR": str(hosts.layouts["algo-1"].base), "TRAINING_JOB_NAME": hosts.job_name,
+           "SAGEMAKER_TRAINING_MODULE": TF_FRAMEWORK_MODULE, "HOME": os.environ.get("HOME", "/")}
+    out = subprocess.run([sys.executable, "-c", SMDDP_RUNNER, str(plan.processes_per_host),
+                          plan.spec.distribution.mpi_options], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    theirs = json.loads(out.stdout)["command"]
+    program = [plan.entry_point, *launch.hyperparameter_args(plan.hyperparameters)]
+    preview = launch.smddprun_command(hosts.names, plan.processes_per_host, plan.instance.name,
+                                      plan.spec.distribution.mpi_options, program)
+    assert plan.launch[0].command == preview and all(h.command is None for h in plan.launch[1:])
+    # A local layout names the loopback interface where SageMaker's hosts have eth0.
+    interface = theirs[theirs.index("btl_tcp_if_include") + 1]
+    ours = launch.smddprun_command(hosts.names, plan.processes_per_host, plan.instance.name,
+                                   plan.spec.distribution.mpi_options, program, interface=interface)
+    # The same line up to the program's arguments (a local layout makes the toolkit's differ: its
+    # model_dir), but for what depends on the image: the preloaded library's path and the python.
+    preload = next(i for i, word in enumerate(theirs) if word.startswith("LD_PRELOAD="))
+    theirs[preload] = ours[preload]
+    python = theirs.index("smddprun") + 1
+    assert theirs[python] == sys.executable
+    theirs[python] = "python"
+    program = ours.index(plan.entry_point) + 1
+    assert ours[:program] == theirs[:program]

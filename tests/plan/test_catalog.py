@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,8 +20,10 @@ from smtrain.plan.catalog import (
     Catalog,
     CatalogError,
     InstanceType,
+    RegionPrice,
     Selection,
     load_catalog,
+    no_match_reason,
     resolve_instance,
     select_instance,
 )
@@ -28,6 +33,7 @@ from tests.support import ROOT
 REPO = ROOT
 GB = 10**9
 GIB = 2**30
+MIB = 2**20
 
 REQUIRED = {
     "p3": {"ml.p3.2xlarge", "ml.p3.8xlarge", "ml.p3.16xlarge"},
@@ -52,7 +58,7 @@ REQUIRED = {
     },
 }
 
-# Per-GPU memory each model ships with, in the vendor's GB.
+# Per-GPU memory each model ships with, in the maker's "GB" (which are GiB: A100 40GB = 40960 MiB).
 GPU_MEMORY_GB = {
     "V100": {16, 32},
     "A100": {40, 80},
@@ -70,13 +76,16 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
-def make(name: str, gpu: str = "A100", gpus: int = 8, gpu_gb: int = 40, price: float = 10.0) -> InstanceType:
+def make(
+    name: str, gpu: str = "A100", gpus: int = 8, gpu_gb: int = 40, price: float = 10.0, mib: int | None = None
+) -> InstanceType:
+    """An entry whose GPUs hold the maker's `gpu_gb` "GB" (GiB), or exactly `mib` MiB when given."""
     return InstanceType(
         name=name,
         family=name.split(".")[1],
         gpu=gpu,
         gpus=gpus,
-        gpu_memory=gpu_gb * GB,
+        gpu_memory_mib=mib if mib is not None else gpu_gb * 1024,
         vcpus=8 * gpus,
         memory=64 * gpus * GIB,
         efa=False,
@@ -98,25 +107,70 @@ def write(path: Path, text: str) -> Path:
 # --- (a) the bundled figures against the SageMaker SDK and the service model ------------------
 
 
-def test_gpu_figures_agree_with_sagemaker_sdk(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+# The SDK's file lists ml.g5.48xlarge at 183104 MiB for 8 A10G (22888 each, which is 24 decimal GB
+# rounded down to MiB), while it lists the same A10G at 24576 MiB in every other g5 size. The
+# catalog keeps one figure per GPU model; if the SDK changes this entry, look again.
+SDK_OUTLIERS = {"ml.g5.48xlarge": 183104}
+
+
+def _sdk_gpu_info(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, int]]:
     monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     from sagemaker import instance_types_gpu_info
 
-    sdk = instance_types_gpu_info.retrieve("us-east-1")
+    return instance_types_gpu_info.retrieve("us-east-1")
+
+
+def test_gpu_memory_is_the_sagemaker_sdk_figure_in_mib(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    sdk = _sdk_gpu_info(monkeypatch)
     compared = []
     for inst in catalog:
         info = sdk.get(inst.name)
         if info is None:
             continue
         assert info["Count"] == inst.gpus, inst.name
-        # The SDK gives the total in MiB and writes the vendor's "GB" as GiB (A100 40GB -> 40960 MiB),
-        # so its per-GPU GiB should equal our vendor GB figure. It lists ml.g5.48xlarge a little low
-        # (22.4 per GPU for a 24GB A10G), hence a 10% tolerance: still far too tight to pass 40 for 80.
-        sdk_gb = info["TotalGpuMemoryInMiB"] / info["Count"] / 1024
-        ours_gb = inst.gpu_memory / GB
-        assert abs(sdk_gb - ours_gb) <= 0.10 * ours_gb, (inst.name, sdk_gb, ours_gb)
+        if inst.name in SDK_OUTLIERS:
+            assert info["TotalGpuMemoryInMiB"] == SDK_OUTLIERS[inst.name], inst.name
+        else:
+            assert info["TotalGpuMemoryInMiB"] == inst.gpus * inst.gpu_memory_mib, inst.name
         compared.append(inst.name)
     assert len(compared) >= 20, f"only {len(compared)} types could be compared: {compared}"
+    # The outlier keeps the figure the SDK gives the same GPU in the family's other sizes.
+    g5 = {sdk[n]["TotalGpuMemoryInMiB"] // sdk[n]["Count"] for n in sdk if n.startswith("ml.g5.") and n not in SDK_OUTLIERS}
+    assert g5 == {catalog.get("ml.g5.48xlarge").gpu_memory_mib}  # type: ignore[union-attr]
+
+
+def _ec2_instance_types() -> dict[str, Any]:
+    # moto ships a snapshot of EC2 DescribeInstanceTypes; read the file without importing moto.
+    spec = importlib.util.find_spec("moto")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(next(iter(spec.submodule_search_locations))) / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+def test_gpu_memory_agrees_with_ec2_and_every_type_is_checked(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ec2 = _ec2_instance_types()
+    compared = []
+    for inst in catalog:
+        info = ec2.get(inst.name.removeprefix("ml."), {}).get("GpuInfo")
+        if info is None:
+            continue
+        (gpu,) = info["Gpus"]
+        assert (gpu["Name"], gpu["Count"]) == (inst.gpu, inst.gpus), inst.name
+        listed = gpu["MemoryInfo"]["SizeInMiB"]
+        if listed != inst.gpu_memory_mib:
+            # EC2 lists some cards' "24GB" as 24 decimal GB rounded down to MiB (22888); the catalog
+            # keeps the maker's GB as GiB, as the SDK does. Either way, asking for the maker's
+            # figure in GB must match the card.
+            maker_gb = inst.gpu_memory_mib // 1024
+            assert listed == maker_gb * GB // MIB, (inst.name, listed, inst.gpu_memory_mib)
+            assert make("ml.ec2.x", gpu=inst.gpu, mib=listed).meets_gpu_memory(parse_size(f"{maker_gb}GB"))
+        compared.append(inst.name)
+    # EC2's copy lacks the retired p3; the SDK's file has those. Between them, every entry is checked.
+    unchecked = set(catalog.names()) - set(compared) - set(_sdk_gpu_info(monkeypatch))
+    assert unchecked == set()
 
 
 def test_types_the_sdk_knows_in_our_families_are_in_the_catalog(
@@ -160,7 +214,8 @@ def test_entries_are_sane(catalog: Catalog) -> None:
         assert inst.gpus >= 1 and inst.vcpus >= 1 and inst.memory > 0
         assert inst.family == inst.name.split(".")[1]
         assert inst.gpu in GPU_MEMORY_GB, inst.name
-        assert inst.gpu_memory / GB in GPU_MEMORY_GB[inst.gpu], inst.name
+        assert inst.gpu_memory_mib / 1024 in GPU_MEMORY_GB[inst.gpu], inst.name
+        assert inst.gpu_memory == inst.gpu_memory_mib * MIB
         # Host memory always exceeds the GPUs' own memory on these types.
         assert inst.memory > inst.gpus * 4 * GIB, inst.name
 
@@ -181,19 +236,19 @@ def test_one_gpu_model_per_family_and_prices_rise_with_size(catalog: Catalog) ->
 def test_known_specs(catalog: Catalog) -> None:
     p4d = catalog.get("ml.p4d.24xlarge")
     assert p4d is not None
-    assert (p4d.gpu, p4d.gpus, p4d.gpu_memory, p4d.vcpus, p4d.memory, p4d.efa) == (
+    assert (p4d.gpu, p4d.gpus, p4d.gpu_memory_mib, p4d.vcpus, p4d.memory, p4d.efa) == (
         "A100",
         8,
-        40 * GB,
+        40960,
         96,
         1152 * GIB,
         True,
     )
     p5en = catalog.get("ml.p5en.48xlarge")
-    assert p5en is not None and (p5en.gpu, p5en.gpu_memory, p5en.efa) == ("H200", 141 * GB, True)
+    assert p5en is not None and (p5en.gpu, p5en.gpu_memory_mib, p5en.efa) == ("H200", 141 * 1024, True)
     assert catalog.get("ml.p3.2xlarge").efa is False  # type: ignore[union-attr]
     assert catalog.get("ml.g4dn.12xlarge").gpus == 4  # type: ignore[union-attr]
-    assert catalog.get("ml.g6e.48xlarge").total_gpu_memory == 8 * 48 * GB  # type: ignore[union-attr]
+    assert catalog.get("ml.g6e.48xlarge").total_gpu_memory == 8 * 48 * GIB  # type: ignore[union-attr]
 
 
 def test_provenance_present(catalog: Catalog) -> None:
@@ -252,10 +307,32 @@ def test_gpu_model_is_case_insensitive(catalog: Catalog) -> None:
 
 
 def test_memory_filter_uses_units(catalog: Catalog) -> None:
-    # A100 40GB holds 40*10^9 bytes as the catalog counts it: "40GB" matches, "41GB" needs p4de.
-    assert select_instance(catalog, "A100", 8, parse_size("40GB")).instance.name == "ml.p4d.24xlarge"
-    assert select_instance(catalog, "A100", 8, parse_size("41GB")).instance.name == "ml.p4de.24xlarge"
+    # The "40GB" A100 holds 40960 MiB = 42.9 decimal GB: 40GB, 40GiB and 42GB all find it.
+    for asked in ("40GB", "40GiB", "41GB", "42GB", "40960MiB"):
+        assert select_instance(catalog, "A100", 8, parse_size(asked)).instance.name == "ml.p4d.24xlarge", asked
+    for asked in ("43GB", "41GiB", "80GiB", "80GB", "85GB"):
+        assert select_instance(catalog, "A100", 8, parse_size(asked)).instance.name == "ml.p4de.24xlarge", asked
     assert select_instance(catalog, None, 1, parse_size("100GB")).instance.gpu == "H200"
+    assert select_instance(catalog, None, 1, parse_size("141GiB")).instance.gpu == "H200"
+    assert [i.name for i in catalog.filter(gpu="A100", min_gpu_memory=parse_size("40GiB"))] == [
+        "ml.p4d.24xlarge",
+        "ml.p4de.24xlarge",
+    ]
+
+
+def test_memory_listed_as_decimal_gb_rounded_down_still_matches_that_gb() -> None:
+    # EC2 writes a "24GB" card as 24*10^9 bytes rounded down to whole MiB (22888); a request is
+    # compared in whole MiB, so asking for 24GB finds it while 24GiB (24576 MiB) does not.
+    card = make("ml.x.a10g", gpu="A10G", gpus=1, mib=22888)
+    assert card.meets_gpu_memory(parse_size("24GB"))
+    assert not card.meets_gpu_memory(parse_size("24GiB"))
+    assert not card.meets_gpu_memory(parse_size("24GB") + MIB)
+    assert small(card).filter(min_gpu_memory=parse_size("24GB")) == [card]
+
+
+def test_reason_shows_the_memory_asked_for_in_its_own_unit(catalog: Catalog) -> None:
+    assert ">= 40GiB each" in select_instance(catalog, "A100", 8, parse_size("40GiB")).reason
+    assert ">= 40GB each" in select_instance(catalog, "A100", 8, parse_size("40GB")).reason
 
 
 def test_tie_break_is_deterministic() -> None:
@@ -318,7 +395,7 @@ def test_no_match_errors_say_what_comes_closest(catalog: Catalog) -> None:
         select_instance(catalog, "A10", 1, None)
     with pytest.raises(
         CatalogError,
-        match=r"no instance with >= 8 A100 GPUs has >= 100GB per GPU; the most is 80GB \(ml\.p4de\.24xlarge\)",
+        match=r"no instance with >= 8 A100 GPUs has >= 100GB per GPU; the most is 80GiB \(ml\.p4de\.24xlarge\)",
     ):
         select_instance(catalog, "A100", 8, parse_size("100GB"))
     with pytest.raises(CatalogError, match="none of the allowed instance types is in the catalog"):
@@ -333,7 +410,7 @@ def test_no_match_errors_say_what_comes_closest(catalog: Catalog) -> None:
         st.tuples(
             st.sampled_from(["A100", "H100", "L4"]),
             st.sampled_from([1, 4, 8]),
-            st.sampled_from([24, 40, 80]),
+            st.sampled_from([24, 40, 80]),  # the maker's GB, i.e. GiB
             st.integers(1, 40),
         ),
         min_size=1,
@@ -341,7 +418,7 @@ def test_no_match_errors_say_what_comes_closest(catalog: Catalog) -> None:
     ),
     st.sampled_from([None, "a100", "H100"]),
     st.sampled_from([1, 2, 8]),
-    st.sampled_from([None, 24 * GB, 80 * GB]),
+    st.sampled_from([None, 24 * GB, 40 * GIB, 80 * GB, 86 * GB]),
     st.randoms(use_true_random=False),
 )
 def test_selection_is_the_cheapest_match_whatever_the_order(specs, gpu, gpus, memory, rng) -> None:  # type: ignore[no-untyped-def]
@@ -352,7 +429,7 @@ def test_selection_is_the_cheapest_match_whatever_the_order(specs, gpu, gpus, me
         for i in instances
         if (gpu is None or i.gpu.lower() == gpu.lower())
         and i.gpus >= gpus
-        and (memory is None or i.gpu_memory >= memory)
+        and (memory is None or i.gpu_memory_mib * MIB >= memory)
     ]
     if not matches:
         with pytest.raises(CatalogError):
@@ -403,11 +480,11 @@ def test_resolve_instance(catalog: Catalog) -> None:
 
 USER_CATALOG = """\
 instances:
-  ml.g5.xlarge: {gpu: A10G, gpus: 1, gpu_memory: 24GB, vcpus: 4, memory: 16GiB, efa: false, price: 0.5}
+  ml.g5.xlarge: {gpu: A10G, gpus: 1, gpu_memory_mib: 24576, vcpus: 4, memory: 16GiB, efa: false, price: 0.5}
   ml.p6-b200.48xlarge:
     gpu: B200
     gpus: 8
-    gpu_memory: 180GB
+    gpu_memory_mib: 184320
     vcpus: 192
     memory: 2048GiB
     efa: true
@@ -421,10 +498,10 @@ def test_user_catalog_adds_and_replaces(tmp_path: Path, catalog: Catalog) -> Non
     assert len(merged) == len(catalog) + 1
     assert merged.get("ml.g5.xlarge").price_per_hour == 0.5  # type: ignore[union-attr]
     b200 = merged.get("ml.p6-b200.48xlarge")
-    assert b200 is not None and (b200.family, b200.gpu, b200.gpu_memory, b200.price_note) == (
+    assert b200 is not None and (b200.family, b200.gpu, b200.gpu_memory_mib, b200.price_note) == (
         "p6-b200",
         "B200",
-        180 * GB,
+        180 * 1024,
         "our negotiated rate",
     )
     assert merged.names()[: len(catalog)] == catalog.names()  # replaced in place, new ones after
@@ -502,7 +579,7 @@ def test_both_files_together(tmp_path: Path) -> None:
             "catalog",
             "c.yaml",
             "instances:\n  ml.x.y: {gpu: A100, gpus: 1}\n",
-            r"c\.yaml: instance 'ml\.x\.y': missing field 'gpu_memory'",
+            r"c\.yaml: instance 'ml\.x\.y': missing field 'gpu_memory_mib'",
         ),
         (
             "catalog",
@@ -536,6 +613,48 @@ def test_both_files_together(tmp_path: Path) -> None:
             "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 80, vcpus: 8, memory: 1GiB, efa: false, price: 1}\n",
             r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory' needs a unit",
         ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory_mib: 40GB, vcpus: 8, memory: 1GiB, efa: false,"
+            " price: 1}\n",
+            r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory_mib' must be a whole number of MiB",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory_mib: 40960, gpu_memory: 40GB, vcpus: 8,"
+            " memory: 1GiB, efa: false, price: 1}\n",
+            r"c\.yaml: instance 'ml\.x\.y': give 'gpu_memory_mib' or the old 'gpu_memory', not both",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.p4d.24xlarge: {gpu: A100, gpus: 8, gpu_memory_mib: 40960, vcpus: 96, memory: 1152GiB,"
+            " efa: true, price: 25, region_prices: {eu-west: 30}}\n",
+            r"c\.yaml: instance 'ml\.p4d\.24xlarge': region_prices: 'eu-west' is not an AWS region name",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.p4d.24xlarge: {gpu: A100, gpus: 8, gpu_memory_mib: 40960, vcpus: 96, memory: 1152GiB,"
+            " efa: true, price: 25, region_prices: {us-east-1: 30}}\n",
+            r"region_prices: us-east-1 is the catalog's own region: its price is 'price'",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "instances:\n  ml.p4d.24xlarge: {gpu: A100, gpus: 8, gpu_memory_mib: 40960, vcpus: 96, memory: 1152GiB,"
+            " efa: true, price: 25, region_prices: {eu-west-1: lots}}\n",
+            r"c\.yaml: instance 'ml\.p4d\.24xlarge' in eu-west-1: price must be a number",
+        ),
+        (
+            "catalog",
+            "c.yaml",
+            "region: eu-west-1\n",
+            r"c\.yaml: 'region' is eu-west-1, but the bundled prices are for us-east-1",
+        ),
+        ("prices", "p.yaml", "region: eu-west\nml.p4d.24xlarge: 3\n", r"p\.yaml: 'eu-west' is not an AWS region"),
         ("catalog", "c.yaml", "currency: EUR\n", r"c\.yaml: prices must be in USD"),
         (
             "catalog",
@@ -582,7 +701,106 @@ def test_catalog_error_is_a_value_error() -> None:
     assert issubclass(CatalogError, ValueError)
 
 
-# --- (f) start-up cost -------------------------------------------------------------------------
+# --- (e2) the old gpu_memory field --------------------------------------------------------------
+
+
+OLD_FIELD_CATALOG = """\
+instances:
+  ml.p6-b200.48xlarge:
+    {gpu: B200, gpus: 8, gpu_memory: 180GB, vcpus: 192, memory: 2048GiB, efa: true, price: 120.0}
+  ml.x.binary: {gpu: X1, gpus: 1, gpu_memory: 40GiB, vcpus: 8, memory: 64GiB, efa: false, price: 1}
+  ml.x.mib: {gpu: X1, gpus: 1, gpu_memory: 40960MiB, vcpus: 8, memory: 64GiB, efa: false, price: 1}
+"""
+
+
+def test_old_gpu_memory_field_reads_the_makers_gb_as_gib(tmp_path: Path) -> None:
+    merged = load_catalog(catalog_path=write(tmp_path / "old.yaml", OLD_FIELD_CATALOG))
+    assert merged.get("ml.p6-b200.48xlarge").gpu_memory_mib == 180 * 1024  # type: ignore[union-attr]
+    assert merged.get("ml.x.binary").gpu_memory_mib == 40960  # type: ignore[union-attr]
+    assert merged.get("ml.x.mib").gpu_memory_mib == 40960  # type: ignore[union-attr]
+    # The conversion is said once per file, with what to write instead.
+    (note,) = merged.notes
+    assert str(tmp_path / "old.yaml") in note
+    assert "ml.p6-b200.48xlarge: gpu_memory: 180GB -> gpu_memory_mib: 184320" in note
+    assert "3 entries" in note and "GiB" in note
+    assert load_catalog().notes == ()
+
+
+# --- (f) prices per region ----------------------------------------------------------------------
+
+
+def test_price_outside_the_catalogs_region_says_so(catalog: Catalog) -> None:
+    p4d = catalog.get("ml.p4d.24xlarge")
+    assert p4d is not None
+    here = catalog.price(p4d, "us-east-1")
+    assert (here.per_hour, here.region, here.region_note) == (p4d.price_per_hour, "us-east-1", None)
+    away = catalog.price(p4d, "eu-west-1")
+    assert (away.per_hour, away.region) == (p4d.price_per_hour, "us-east-1")
+    assert away.region_note == "price for us-east-1; eu-west-1 unknown"
+    assert catalog.price(p4d, None).region_note is None
+    # No bundled entry carries a price for another region: no source backs one.
+    assert all(i.region_prices == () for i in catalog)
+
+
+REGIONAL_CATALOG = """\
+instances:
+  ml.p4de.24xlarge:
+    {gpu: A100, gpus: 8, gpu_memory_mib: 81920, vcpus: 96, memory: 1152GiB, efa: true, price: 31.5641,
+     region_prices: {eu-west-1: 20.0}}
+"""
+
+
+def test_region_prices_are_used_in_their_region(tmp_path: Path) -> None:
+    cat = load_catalog(catalog_path=write(tmp_path / "eu.yaml", REGIONAL_CATALOG))
+    p4de = cat.get("ml.p4de.24xlarge")
+    assert p4de is not None and p4de.region_prices == (RegionPrice("eu-west-1", 20.0, None),)
+    eu = cat.price(p4de, "eu-west-1")
+    assert (eu.per_hour, eu.region, eu.region_note) == (20.0, "eu-west-1", None)
+    # The choice follows the prices of the job's region.
+    assert select_instance(cat, "A100", 8, None, region="eu-west-1").instance.name == "ml.p4de.24xlarge"
+    assert "at $20.00/h" in select_instance(cat, "A100", 8, None, region="eu-west-1").reason
+    assert select_instance(cat, "A100", 8, None, region="us-east-1").instance.name == "ml.p4d.24xlarge"
+
+
+def test_prices_file_for_another_region(tmp_path: Path, catalog: Catalog) -> None:
+    cat = load_catalog(prices_path=write(tmp_path / "eu.yaml", "region: eu-west-1\nml.p4d.24xlarge: 28.0\n"))
+    p4d = cat.get("ml.p4d.24xlarge")
+    assert p4d is not None and p4d.price_per_hour == catalog.get("ml.p4d.24xlarge").price_per_hour  # type: ignore[union-attr]
+    eu = cat.price(p4d, "eu-west-1")
+    assert (eu.per_hour, eu.region, eu.note) == (28.0, "eu-west-1", "from eu.yaml")
+    assert "1 eu-west-1 price from eu.yaml" in cat.price_source
+    same = load_catalog(prices_path=write(tmp_path / "us.yaml", "region: us-east-1\nml.p4d.24xlarge: 9\n"))
+    assert same.get("ml.p4d.24xlarge").price_per_hour == 9.0  # type: ignore[union-attr]
+
+
+# --- (g) price notes and estimates ---------------------------------------------------------------
+
+
+def test_estimates_are_marked(catalog: Catalog) -> None:
+    for name in ("ml.p5e.48xlarge", "ml.p5en.48xlarge"):
+        inst = catalog.get(name)
+        assert inst is not None and inst.price_is_estimate, name
+        price = catalog.price(inst, "us-east-1")
+        assert price.is_estimate and price.note == inst.price_note
+    assert not catalog.get("ml.p4d.24xlarge").price_is_estimate  # type: ignore[union-attr]
+    assert not catalog.get("ml.g5.xlarge").price_is_estimate  # type: ignore[union-attr]
+    # A reason that quotes an estimate says it is one.
+    reason = select_instance(catalog, "H200", 8, None).reason
+    assert "$72.79/h (estimate)" in reason
+
+
+# --- (h) why nothing matches -------------------------------------------------------------------
+
+
+def test_no_match_reason_names_what_exists(catalog: Catalog) -> None:
+    reason = no_match_reason(catalog, "B200", 1, None)
+    assert reason.startswith("no instance has B200 GPUs; GPU models available: ")
+    assert all(model in reason for model in catalog.gpu_models())
+    assert "the most is 8" in no_match_reason(catalog, "A100", 16, None)
+    assert "the most is 141GiB" in no_match_reason(catalog, None, 1, parse_size("200GB"))
+
+
+# --- (i) start-up cost -------------------------------------------------------------------------
 
 
 def test_catalog_does_not_import_heavy_packages() -> None:

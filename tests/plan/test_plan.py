@@ -47,7 +47,7 @@ def test_auto_several_nodes_is_mwms(tmp_path):
 # --- SDK distribution dicts ----------------------------------------------------------------------
 
 def test_horovod_dict_and_processes_default_to_gpus(tmp_path):
-    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.13"}, "compute": {"instance_type": "ml.g5.12xlarge",
+    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.12"}, "compute": {"instance_type": "ml.g5.12xlarge",
                                "nodes": 2}, "distribution": {"strategy": "horovod", "mpi_options": "-x A=1"}})
     assert plan.distribution == {"mpi": {"enabled": True, "processes_per_host": 4, "custom_mpi_options": "-x A=1"}}
     assert plan.replicas == 8
@@ -70,7 +70,30 @@ def test_parameter_server_dict(tmp_path):
 def test_smddp_refuses_new_tensorflow(tmp_path):
     out = refused(tmp_path, {"tensorflow": {"version": "2.13"}, "compute": {"instance_type": "ml.p4d.24xlarge"},
                              "distribution": {"strategy": "smddp"}})
-    assert any("up to 2.11" in p and "use horovod" in p for p in out)
+    assert any("2.3 to 2.11 only, not 2.13" in p and "use multi_worker_mirrored" in p for p in out)
+
+
+def test_smddp_refuses_tensorflow_older_than_its_first_image(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    out = refused(tmp_path, {"tensorflow": {"version": "2.2", "image_uri": "123.dkr.ecr.us-east-1.amazonaws.com/tf:1"},
+                             "compute": {"instance_type": "ml.p4d.24xlarge"}, "distribution": {"strategy": "smddp"},
+                             "code": {"entry_point": "train.py", "source_dir": "."}})
+    assert any("distribution.strategy" in p and "2.3 to 2.11 only, not 2.2" in p for p in out)
+
+
+@pytest.mark.parametrize("version", ["2.13", "2.16", "2.19"])
+def test_horovod_refused_on_images_without_horovod(tmp_path, version):
+    out = refused(tmp_path, {"tensorflow": {"version": version}, "compute": {"instance_type": "ml.g5.12xlarge"},
+                             "distribution": {"strategy": "horovod"}})
+    [line] = [p for p in out if "no Horovod" in p]
+    assert line.startswith(str(tmp_path / "job.yaml") + ":") and "distribution.strategy" in line
+    assert "multi_worker_mirrored" in line
+
+
+def test_horovod_on_a_new_version_is_allowed_with_an_image_of_your_own(tmp_path):
+    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.16", "image_uri": "123.dkr.ecr.us-east-1.amazonaws.com/hvd:1"},
+                               "compute": {"instance_type": "ml.g5.12xlarge"}, "distribution": {"strategy": "horovod"}})
+    assert plan.strategy == "horovod" and plan.image_uri
 
 
 @pytest.mark.parametrize("instance", ["ml.p5.48xlarge", "ml.g5.48xlarge", "ml.p3.8xlarge"])
@@ -192,7 +215,7 @@ def test_launch_preview_parameter_server(tmp_path):
 
 
 def test_launch_preview_mpirun(tmp_path):
-    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.13"},
+    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.12"},
                                "compute": {"instance_type": "ml.p4d.24xlarge", "nodes": 2},
                                "distribution": {"strategy": "horovod", "mpi_options": "--NCCL_DEBUG WARN -x Z=1"}})
     cmd = plan.launch[0].command
@@ -202,7 +225,24 @@ def test_launch_preview_mpirun(tmp_path):
     assert plan.launch[1].command is None and "algo-1" in plan.launch[1].note
 
 
+def test_launch_preview_smddp_is_the_smddprun_line_not_horovods(tmp_path):
+    # tests/local/test_conformance.py checks the whole line against the toolkit's own runner.
+    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.11"},
+                               "compute": {"instance_type": "ml.p4d.24xlarge", "nodes": 2},
+                               "distribution": {"strategy": "smddp"}})
+    cmd = plan.launch[0].command
+    assert cmd[:5] == ["mpirun", "--host", "algo-1:8,algo-2:8", "-np", "16"]
+    assert cmd[cmd.index("smddprun") + 1:cmd.index("smddprun") + 4] == ["python", "-m", "mpi4py"]
+    assert "SMDATAPARALLEL_USE_HOMOGENEOUS=1" in cmd and "SMDATAPARALLEL_SERVER_ADDR=algo-1" in cmd
+
+
 def test_summary_is_json(tmp_path):
     plan = plan_for(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}})
     data = json.loads(json.dumps(plan.summary()))
     assert data["instance"]["type"] == "ml.g5.xlarge" and data["batch"]["global"] == 64
+
+
+def test_whole_numbers_reach_the_entrypoint_as_written(tmp_path):
+    plan = plan_for(tmp_path, {"training": {"warmup_epochs": 5, "learning_rate": 0.01}})
+    assert plan.hyperparameters["warmup_epochs"] == 5 and isinstance(plan.hyperparameters["warmup_epochs"], int)
+    assert plan.hyperparameters["learning_rate"] == 0.01

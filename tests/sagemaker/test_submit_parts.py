@@ -14,7 +14,6 @@ from botocore.exceptions import ClientError, EndpointConnectionError, NoCredenti
 from smtrain import exit_codes
 from smtrain.bundle.model import Bundle
 from smtrain.errors import UserError
-from smtrain.redact import MASK, redact, remember
 from smtrain.sagemaker import aws as aws_calls
 from smtrain.sagemaker.create import create_training_job
 from smtrain.sagemaker.upload import SHA256_METADATA, upload_bundle, want_progress_bar
@@ -179,18 +178,6 @@ def test_explanations_are_actionable():
     with pytest.raises(UserError) as info, aws_calls.api_errors("create training job x"):
         raise _client_error("AccessDeniedException", 400, "not authorized")
     assert info.value.code == exit_codes.API and str(info.value).startswith("cannot create training job x: access")
-
-
-def test_redact_masks_credentials_and_remembered_values_only(monkeypatch):
-    import smtrain.redact
-
-    monkeypatch.setattr(smtrain.redact, "_remembered", set())
-    env = {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY", "PWD": "/home/me/project",
-           "DESKTOP_SESSION": "ubuntu-desktop", "HOME": "/home/me", "GH_TOKEN": "short"}
-    text = "key wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY in /home/me/project on ubuntu-desktop token short"
-    assert redact(text, env) == f"key {MASK} in /home/me/project on ubuntu-desktop token short"
-    remember({"DB_PASSWORD": "hunter22", "LOG_LEVEL": "debug"})
-    assert redact("pw=hunter22 level=debug", {}) == f"pw={MASK} level=debug"
 
 
 def test_parse_since():

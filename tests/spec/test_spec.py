@@ -75,12 +75,17 @@ def test_missing_required_field(tmp_path):
     ("- a\n- b\n", "top level must be a mapping"),
     ("just text\n", "top level must be a mapping"),
     ("name: [unclosed\n", "YAML syntax error"),
-    ("name: a\nname: b\n", "duplicate key 'name' (first given on line 1)"),
 ])
 def test_malformed_files(tmp_path, text, needle):
     out = problems(tmp_path, text)
     assert len(out) == 1 and needle in out[0]
     assert str(tmp_path / "job.yaml") in out[0]
+
+
+def test_duplicate_key_is_reported_with_the_other_problems(tmp_path):
+    out = problems(tmp_path, "name: a\nname: b\n")
+    assert out[0] == f"{tmp_path / 'job.yaml'}:2:1: name: duplicate key 'name' (first given on line 1)"
+    assert any("role: required field is missing" in p for p in out)
 
 
 def test_duplicate_key_position(tmp_path):

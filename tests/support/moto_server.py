@@ -11,6 +11,7 @@ threaded server serves from them) to add, each marked "moto lacks" below:
 * jobs that start InProgress and change state only when a test says so (moto makes every job
   Completed at creation): :meth:`MotoServer.set_status`;
 * ``OutputDataConfig.KmsKeyId`` in DescribeTrainingJob (AWS always returns it, the SDK reads it);
+* ``Environment`` in DescribeTrainingJob (moto drops it at creation);
 * a record of every CreateTrainingJob body exactly as received (:attr:`Control.create_requests`);
 * faults, queued per operation (:meth:`Control.inject`): an AWS error (throttling, quota, access
   denied...), or an answer held back after the work is done, longer than the client's read
@@ -165,6 +166,10 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
             if fault:
                 fault.raise_error()
             result = method(self)
+            if operation == "CreateTrainingJob":
+                # moto lacks: DescribeTrainingJob answers with the job's Environment, as AWS does.
+                body = control.create_requests[-1]
+                self.sagemaker_backend.training_jobs[body["TrainingJobName"]].environment = body.get("Environment")
             if fault and fault.delay_after:
                 time.sleep(fault.delay_after)
             return result

@@ -16,6 +16,18 @@ BASE: dict[str, Any] = {
     "output": "s3://my-bucket/out",
 }
 
+# The same spec as text, for tests that care about its exact lines (positions in messages).
+BASE_TEXT = """\
+name: mnist
+role: arn:aws:iam::123456789012:role/SageMakerRole
+region: us-east-1
+tensorflow:
+  version: "2.19"
+inputs:
+  train: s3://my-bucket/train
+output: s3://my-bucket/out
+"""
+
 
 def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)

@@ -1,0 +1,178 @@
+"""CreateTrainingJob's limits, checked on a request and reported at the spec field that set the value.
+
+validate and plan check the request preview (request_preview); the dry run and submit check the
+request the SDK rendered. Both go through request_problems(), so both name the same fields: each
+request path is traced back to the spec path that produced it (HyperParameters.epochs to
+training.epochs, ResourceConfig.KeepAlivePeriodInSeconds to compute.keep_alive, a channel's S3Uri
+to inputs.<name>.uri, a whole map's size to the map's own field), located through the spec's
+SourceMap.
+
+Inputs and an output on this machine are for `submit --local` only: their S3 checks are left to
+the "valid for --local only" verdict (local_only_fields) instead of refusing the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from smtrain.plan.request_preview import PlanLike, preview_request
+from smtrain.plan.service_model import OPERATION, Violation, check_request
+from smtrain.spec.model import Spec, TrainingSpec
+from smtrain.spec.problems import Path_, Problem, dotted
+
+# Request members -> the spec field that decides them; the longest matching prefix wins.
+_FIELDS: dict[tuple[str, ...], Path_] = {
+    ("TrainingJobName",): ("name",),
+    ("RoleArn",): ("role",),
+    ("AlgorithmSpecification", "TrainingImage"): ("tensorflow", "image_uri"),
+    ("AlgorithmSpecification", "MetricDefinitions"): ("code", "entry_point"),
+    ("ResourceConfig", "InstanceType"): ("compute", "instance_type"),
+    ("ResourceConfig", "InstanceCount"): ("compute", "nodes"),
+    ("ResourceConfig", "VolumeSizeInGB"): ("compute", "volume_size"),
+    ("ResourceConfig", "KeepAlivePeriodInSeconds"): ("compute", "keep_alive"),
+    ("StoppingCondition", "MaxRuntimeInSeconds"): ("compute", "max_run"),
+    ("StoppingCondition", "MaxWaitTimeInSeconds"): ("compute", "max_wait"),
+    ("EnableManagedSpotTraining",): ("compute", "spot"),
+    ("OutputDataConfig",): ("output",),
+    ("CheckpointConfig",): ("checkpoints",),
+    ("VpcConfig",): ("network",),
+    ("VpcConfig", "Subnets"): ("network", "subnets"),
+    ("VpcConfig", "SecurityGroupIds"): ("network", "security_groups"),
+    ("EnableNetworkIsolation",): ("network", "isolation"),
+    ("EnableInterContainerTrafficEncryption",): ("network", "encrypt_inter_container_traffic"),
+    ("HyperParameters",): ("hyperparameters",),
+    ("Environment",): ("environment",),
+    ("Tags",): ("tags",),
+    ("InputDataConfig",): ("inputs",),
+}
+# Inside one channel: request member -> the field of inputs.<name>.
+_CHANNEL_FIELDS: dict[tuple[str, ...], Path_] = {
+    ("ChannelName",): (),
+    ("InputMode",): ("mode",),
+    ("DataSource", "S3DataSource", "S3Uri"): ("uri",),
+    ("DataSource", "S3DataSource", "S3DataDistributionType"): ("distribution",),
+}
+# The hyperparameters the SageMaker SDK adds, and the spec field each value comes from.
+_SDK_HYPERPARAMETERS: dict[str, Path_] = {
+    "sagemaker_submit_directory": ("output",),
+    "model_dir": ("output",),
+    "sagemaker_program": ("code", "entry_point"),
+    "sagemaker_job_name": ("name",),
+    "sagemaker_region": ("region",),
+    "sagemaker_container_log_level": (),
+    "sagemaker_mpi_custom_mpi_options": ("distribution", "mpi_options"),
+    "sagemaker_distributed_dataparallel_custom_mpi_options": ("distribution", "mpi_options"),
+    "sagemaker_mpi_num_of_processes_per_host": ("distribution", "processes_per_host"),
+    "sagemaker_instance_type": ("compute", "instance_type"),
+}
+
+
+def _longest(table: Mapping[tuple[str, ...], Path_], path: Path_) -> tuple[Path_, int] | None:
+    """The table's entry for the longest prefix of `path`, and that prefix's length."""
+    for n in range(len(path), 0, -1):
+        key = tuple(path[:n])
+        if key in table:
+            return table[key], n
+    return None
+
+
+def _hyperparameter_field(name: str, spec: Spec) -> Path_:
+    if name in TrainingSpec.model_fields:
+        return ("training", name)
+    if name in spec.hyperparameters:
+        return ("hyperparameters", name)
+    if name in _SDK_HYPERPARAMETERS:
+        return _SDK_HYPERPARAMETERS[name]
+    return ("distribution", "strategy") if name.startswith("sagemaker_") else ("hyperparameters",)
+
+
+def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
+    """The spec field that produced the value at request `path` (() when the spec did not)."""
+    head = path[0] if path else None
+    if len(path) >= 2 and head == "HyperParameters":
+        return _hyperparameter_field(str(path[1]), spec)
+    if len(path) >= 2 and head == "Environment":
+        return ("environment", str(path[1]))
+    if len(path) >= 2 and head == "Tags" and isinstance(path[1], int):
+        tags = request.get("Tags") or []
+        key = tags[path[1]].get("Key") if path[1] < len(tags) and isinstance(tags[path[1]], Mapping) else None
+        return ("tags", key) if isinstance(key, str) else ("tags",)
+    if len(path) >= 2 and head == "InputDataConfig" and isinstance(path[1], int):
+        channels = request.get("InputDataConfig") or []
+        channel = channels[path[1]] if path[1] < len(channels) else None
+        name = channel.get("ChannelName") if isinstance(channel, Mapping) else None
+        if not isinstance(name, str):
+            return ("inputs",)
+        if name not in spec.inputs:  # the SDK's code channel (network isolation): the bundle under output
+            return ("output",) if path[2:] else ("inputs",)
+        inner = _longest(_CHANNEL_FIELDS, path[2:])
+        return ("inputs", name) + (inner[0] if inner else ())
+    if len(path) >= 3 and path[:2] == ("VpcConfig", "Subnets"):
+        return ("network", "subnets", path[2])
+    if len(path) >= 3 and path[:2] == ("VpcConfig", "SecurityGroupIds"):
+        return ("network", "security_groups", path[2])
+    found = _longest(_FIELDS, path)
+    return found[0] if found else ()
+
+
+def local_only_fields(spec: Spec) -> list[Path_]:
+    """The fields that name a place on this machine (a path or file://): usable by `submit --local` only."""
+    fields: list[Path_] = [("inputs", name, "uri") for name, ch in spec.inputs.items()
+                           if not ch.uri.startswith("s3://")]
+    if not spec.output.startswith("s3://"):
+        fields.append(("output",))
+    return fields
+
+
+def _value_at(request: Mapping[str, Any], path: Path_) -> Any:
+    node: Any = request
+    for part in path:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _within(field: Path_, fields: list[Path_]) -> bool:
+    return any(field[:len(f)] == f for f in fields)
+
+
+def _message(v: Violation, request: Mapping[str, Any], spec: Spec) -> str:
+    where = dotted(v.path)
+    note = ""
+    if v.path == ("HyperParameters",):
+        # The SDK's own hyperparameters count against the limit too: say how many there are.
+        added = [k for k in request.get("HyperParameters", {}) if _hyperparameter_field(k, spec)[:1]
+                 not in (("training",), ("hyperparameters",))]
+        note = f"; {len(added)} of them are added by smtrain and the SageMaker SDK"
+    return f"{v.message}{note} ({where} in {OPERATION})"
+
+
+def request_problems(plan: PlanLike, request: Mapping[str, Any]) -> list[Problem]:
+    """Every CreateTrainingJob limit `request` breaks, each at the spec field (and file:line:column) behind it."""
+    spec = plan.spec
+    local = local_only_fields(spec)
+    problems = []
+    for v in check_request(request):
+        field = spec_field(v.path, request, spec)
+        if field and _within(field, local):
+            continue  # reported as "valid for --local only" by validate
+        # A whole map or list (its size) is shown at its key, where it starts; a value at the value.
+        at_key = v.at_key or isinstance(_value_at(request, v.path), (Mapping, list, tuple))
+        location = plan.source.locate(field, at_key=at_key) if plan.source is not None else None
+        problems.append(Problem(field, _message(v, request, spec), location))
+    return problems
+
+
+def preview_problems(plan: PlanLike) -> list[Problem]:
+    """request_problems() of the request preview: what validate and plan refuse before the SDK runs."""
+    return request_problems(plan, preview_request(plan))
+
+
+def local_only_problems(plan: PlanLike) -> list[Problem]:
+    """The local_only_fields() of the plan's spec as notes at their file:line:column (validate shows them)."""
+    return [Problem(path, "a place on this machine: only `submit --local` can use it (SageMaker reads s3:// URIs)",
+                    plan.source.locate(path) if plan.source is not None else None)
+            for path in local_only_fields(plan.spec)]

@@ -1,0 +1,67 @@
+"""The text patterns of the spec's fields: one copy for the loader, the JSON Schema and the CLI.
+
+A pattern is written without anchors and matched whole (re.fullmatch). `^...$` would let
+"name\\n" through, because Python's `$` also matches before a final newline. Each body uses only
+syntax that Python's `re` and JSON Schema's ECMA-262 regexes read alike (no \\w, no \\Z), so the
+schema states the same rule to an editor and to a Python validator (whole_text() anchors it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+def whole_text(body: str) -> str:
+    """A JSON Schema pattern that `body` must match whole: `$` alone would let a final newline
+    through a Python validator (jsonschema uses re.search); `(?![\\s\\S])` is the end in both dialects."""
+    return f"^(?:{body})(?![\\s\\S])"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    body: str
+    max_length: int | None = None
+    _compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", re.compile(self.body))
+
+    def matches(self, value: object) -> bool:
+        if not isinstance(value, str) or (self.max_length is not None and len(value) > self.max_length):
+            return False
+        return self._compiled.fullmatch(value) is not None
+
+    def json_schema(self) -> dict[str, object]:
+        """{"type": "string", "pattern": ...} with the anchors JSON Schema needs."""
+        out: dict[str, object] = {"type": "string", "pattern": whole_text(self.body)}
+        if self.max_length is not None:
+            out["maxLength"] = self.max_length
+        return out
+
+
+_LABEL = "[A-Za-z0-9](?:-*[A-Za-z0-9])*"  # letters and digits, inner hyphens
+_HOST = "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_REPO_PART = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+
+# Job names are <name>-<yyyymmdd-HHMMSS>-<4 hex>: 21 characters after the name, 63 in all.
+NAME = Pattern(_LABEL, max_length=42)
+JOB_NAME = Pattern(_LABEL, max_length=63)  # CreateTrainingJob's own rule for TrainingJobName
+ROLE = Pattern(r"arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}")
+REGION = Pattern(r"[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9]")
+# The key part of an S3 URI may hold spaces, never control characters (a newline included).
+S3_URI = Pattern(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](?:/[^\x00-\x1f\x7f]*)?")
+# "." and ".." would name the channel's own directory or its parent on a host.
+CHANNEL = Pattern(r"(?!\.\.?$)[A-Za-z0-9._-]{1,64}")
+ENV_NAME = Pattern(r"[A-Za-z_][A-Za-z0-9_]{0,511}")
+SUBNET = Pattern(r"subnet-[0-9a-f]{8,17}")
+SECURITY_GROUP = Pattern(r"sg-[0-9a-f]{8,17}")
+PYTHON_TAG = Pattern(r"py3[0-9]{1,2}")
+TF_VERSION = Pattern(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
+# registry/repository[:tag][@sha256:digest], as Docker and ECR read an image reference; the
+# registry is a host name with a dot or a port (or localhost), so "a b" or "ubuntu" is refused.
+IMAGE_URI = Pattern(
+    f"(?:{_HOST}(?:\\.{_HOST})+(?::[0-9]+)?|localhost(?::[0-9]+)?|{_HOST}:[0-9]+)"
+    f"/{_REPO_PART}(?:/{_REPO_PART})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?"
+)

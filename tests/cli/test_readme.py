@@ -1,0 +1,103 @@
+"""README.md and entrypoints/README.md are tested documents: every command line they show parses.
+
+Each `smtrain ...` line in a shell code block is read the way a person reads the tour: `[...]` is an
+optional part (taken as present), `a|b` lists alternatives (each is checked), `...` and `# comments`
+end the line. The words must then be a command smtrain has, with options that command accepts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+
+from smtrain.cli.commands import main
+from tests.support import ROOT
+
+DOCS = [ROOT / "README.md", ROOT / "entrypoints" / "README.md"]
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+
+
+def shell_lines(path: Path) -> list[str]:
+    lines = []
+    for lang, body in _FENCE.findall(path.read_text(encoding="utf-8")):
+        if lang not in ("sh", "bash", "shell", "console", ""):
+            continue
+        for line in body.splitlines():
+            line = line.strip().removeprefix("$ ")
+            words = line.split()
+            if words and Path(words[0]).name == "smtrain":
+                lines.append(line)
+    return lines
+
+
+def variants(line: str) -> list[list[str]]:
+    """The command lines a tour line stands for: alternatives expanded, brackets opened."""
+    line = line.split(" #")[0].split("...")[0].split(">")[0]
+    line = line.replace("[", " ").replace("]", " ")
+    words = shlex.split(line)[1:]
+    choices = [w.split("|") if "|" in w and not w.startswith("-") else [w] for w in words]
+    return [list(combo) for combo in itertools.product(*choices)]
+
+
+def check(words: list[str]) -> None:
+    """Walk click's tree as it would, checking every option against the command it is given to."""
+    command: click.Command = main
+    ctx = click.Context(main, info_name="smtrain")
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("-"):
+            name = word.split("=")[0]
+            params = {opt: p for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+            assert name in params, f"{' '.join(words)}: {ctx.command_path} has no option {name}"
+            param = params[name]
+            takes_value = isinstance(param, click.Option) and not param.is_flag and not param.count
+            i += 2 if takes_value and "=" not in word else 1
+            continue
+        if isinstance(command, click.Group):
+            sub = command.get_command(ctx, word)
+            assert sub is not None, f"{' '.join(words)}: no command {word!r}"
+            command, ctx = sub, click.Context(sub, info_name=word, parent=ctx)
+        i += 1
+    assert not isinstance(command, click.Group) or words == ["--help"] or not words, \
+        f"{' '.join(words)}: names no command"
+
+
+LINES = [(path.relative_to(ROOT).as_posix(), line) for path in DOCS for line in shell_lines(path)]
+
+
+def test_the_readmes_show_commands() -> None:
+    assert len(LINES) > 10
+
+
+@pytest.mark.parametrize(("doc", "line"), LINES, ids=[f"{d}:{line[:60]}" for d, line in LINES])
+def test_every_command_line_parses(doc: str, line: str) -> None:
+    for words in variants(line):
+        check(words)
+
+
+def test_the_check_refuses_what_smtrain_refuses() -> None:
+    for words in (["plan", "job.yaml", "--no-such-flag"], ["frobnicate"], ["instances", "--region-x", "a"]):
+        with pytest.raises(AssertionError):
+            check(words)
+
+
+def test_help_lists_every_exit_code_of_the_readme() -> None:
+    table = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    codes = re.findall(r"^\| (\d+) \|", table, re.M)
+    assert "70" in codes
+    help_text = " ".join((main.help or "").split())
+    assert [c for c in codes if f" {c} " not in f" {help_text} "] == []
+
+
+def test_the_entrypoint_readme_names_every_module_of_smtrain_tf() -> None:
+    package = ROOT / "entrypoints" / "smtrain_tf"
+    text = (ROOT / "entrypoints" / "README.md").read_text(encoding="utf-8")
+    modules = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                     if p.name != "__init__.py" and "__pycache__" not in p.parts)
+    assert [m for m in modules if f"`{m}`" not in text and f"`{Path(m).name}`" not in text] == []

@@ -1,0 +1,30 @@
+"""A job that does not exist, asked for by someone with local jobs only (no AWS region anywhere)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runner import smtrain
+
+
+@pytest.fixture
+def no_aws(tmp_path: Path) -> dict[str, str]:
+    # No region from the environment nor from an AWS config file.
+    return {"SMTRAIN_HOME": str(tmp_path / "home"), "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
+            "HOME": str(tmp_path)}
+
+
+@pytest.mark.parametrize("command", [["status"], ["logs"], ["wait"], ["stop"]])
+def test_an_unknown_job_is_named_as_unknown_with_exit_4(no_aws: dict[str, str], command: list[str]) -> None:
+    proc = smtrain(*command, "no-such-job", env=no_aws)
+    assert proc.returncode == 4, proc.stderr
+    assert "no local job named no-such-job" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_list_without_a_region_lists_local_jobs(no_aws: dict[str, str]) -> None:
+    proc = smtrain("list", "-o", "json", env=no_aws)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"jobs": []} and "listing local jobs" in proc.stderr
