@@ -26,7 +26,7 @@ if [ ! -s "$result" ]; then
     echo "the local run printed no result (exit code $status)" >&2
     exit "${status:-1}"
 fi
-job=$("$bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$result")
+job=$("$bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["job_name"])' "$result")
 
 echo
 echo "== summary"
@@ -35,7 +35,7 @@ echo "== summary"
 import json, re, sys, tarfile
 from pathlib import Path
 
-job = json.load(open(sys.argv[1]))
+job = json.load(open(sys.argv[1]))["job"]  # submit's JSON; the finished job under "job"
 wall = int(sys.argv[3])
 last = None
 for line in open(sys.argv[2]):

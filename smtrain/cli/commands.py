@@ -145,7 +145,7 @@ def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides
 @main.command()
 @spec_argument
 @set_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     """Check a job spec: every problem, with file:line:column. No AWS, no TensorFlow."""
@@ -158,14 +158,14 @@ def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
         plan = build_plan(loaded, _catalog(click.get_current_context()))
         warnings = plan.warnings + _check_bundle(loaded, plan)
     except SpecError as exc:
-        if output == "json":
-            dump({"valid": False, "problems": [problem_dict(p) for p in exc.problems]}, "json")
+        if output != "text":
+            dump({"valid": False, "problems": [problem_dict(p) for p in exc.problems]}, output)
             click.get_current_context().exit(exit_codes.USAGE)
         raise
     local = local_only_problems(plan)  # inputs/output on this machine: valid for --local only
-    if output == "json":
+    if output != "text":
         dump({"valid": True, "local_only": bool(local), "local_only_fields": [problem_dict(p) for p in local],
-              "problems": [], "warnings": [problem_dict(w) for w in warnings]}, "json")
+              "problems": [], "warnings": [problem_dict(w) for w in warnings]}, output)
         return
     echo_problems(warnings, label="warning")
     echo_problems(local, label="local only")
@@ -175,7 +175,7 @@ def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
 @main.command()
 @spec_argument
 @set_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def plan(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
@@ -185,10 +185,10 @@ def plan(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
     bundle_warnings = _check_bundle(loaded, result)
-    if output == "json":
+    if output != "text":
         summary = result.summary()
         summary["warnings"] += [w.render() for w in bundle_warnings]
-        dump(summary, "json")
+        dump(summary, output)
     else:
         click.echo(plan_text(result, bundle_warnings))
 
@@ -242,7 +242,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     1 Failed, 3 Stopped).
     """
     from smtrain.bundle.model import BundleError
-    from smtrain.cli.render import dump, echo_problems
+    from smtrain.cli.render import dry_run_text, dump, echo_problems
     from smtrain.plan.build import build_plan
     from smtrain.sagemaker import submit as submission
 
@@ -258,15 +258,20 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     echo_problems(_check_bundle(loaded, result), label="warning")
     try:
         if local_:
+            from smtrain.cli.render import local_submitted
             from smtrain.local.backend import LocalBackend, local_request
 
-            job = LocalBackend().run(local_request(result, job_name),
-                                     stream=sys.stdout if output == "text" else sys.stderr,
+            request = local_request(result, job_name)
+            job = LocalBackend().run(request, stream=sys.stdout if output == "text" else sys.stderr,
                                      cpu_replicas=cpu_replicas, python=python_)
-            _finish(job, False, output)
+            _finish(job, False, output, local_submitted(request, job))
             return
         if dry_run:
-            dump(submission.dry_run(result, job_name), "yaml" if output == "yaml" else "json")
+            rendered = submission.dry_run(result, job_name)
+            if output == "text":
+                click.echo(dry_run_text(rendered, result.region))
+            else:
+                dump(rendered, output)
             return
         from smtrain.sagemaker.upload import want_progress_bar
 
@@ -335,7 +340,7 @@ def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None 
 @main.command()
 @click.argument("job")
 @region_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def status(job: str, region: str | None, output: str) -> None:
     """Show a job: status, times, instances, failure reason, model and console URLs.
@@ -346,8 +351,8 @@ def status(job: str, region: str | None, output: str) -> None:
     from smtrain.cli.render import dump, job_text
 
     info = backend_for_job(job, region).describe(job)
-    if output == "json":
-        dump(info.to_dict(), "json")
+    if output != "text":
+        dump(info.to_dict(), output)
     else:
         click.echo(job_text(info))
     click.get_current_context().exit(exit_code_for(info))
@@ -360,7 +365,7 @@ def status(job: str, region: str | None, output: str) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many jobs.")
 @click.option("--local", "local_", is_flag=True, help="List runs of the local backend instead.")
 @region_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def list_(status_: str | None, name_contains: str | None, since: str | None, limit: int, local_: bool,
           region: str | None, output: str) -> None:
@@ -379,8 +384,8 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
         local_ = True
     backend = local_backend() if local_ else sagemaker_backend(region)
     jobs = backend.list(status=status_, name_contains=name_contains, since=created_after, limit=limit)
-    if output == "json":
-        dump({"jobs": [j.to_dict() for j in jobs]}, "json")
+    if output != "text":
+        dump({"jobs": [j.to_dict() for j in jobs]}, output)
     elif jobs:
         jobs_table(jobs)
     else:
@@ -391,7 +396,7 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
 @click.argument("job")
 @click.option("--follow", "-f", is_flag=True, help="Keep reading until the job ends (new hosts included).")
 @region_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def logs(job: str, follow: bool, region: str | None, output: str) -> None:
     """Print a job's logs: every host merged by time, each line prefixed with its host.
@@ -408,8 +413,8 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
     masker = StreamMasker()  # one across the stream: a private key block spans lines
     with reattach_on_interrupt(job, reattach_command("logs", job, "--follow", region=region)):
         for event in backend.logs(job, follow=follow):
-            if output == "json":
-                dump_line({**event.to_dict(), "message": masker(event.host, event.message)})
+            if output != "text":
+                dump_line({**event.to_dict(), "message": masker(event.host, event.message)}, output)
             else:
                 click.echo(log_line(event, masker))
     if follow:
@@ -420,7 +425,7 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
 @click.argument("job")
 @timeout_option
 @region_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def wait(job: str, timeout: str | None, region: str | None, output: str) -> None:
     """Wait for a job to end; exit 0 Completed, 1 Failed, 3 Stopped, 124 on --timeout."""
@@ -437,7 +442,7 @@ def wait(job: str, timeout: str | None, region: str | None, output: str) -> None
 @click.option("--wait", "wait_", is_flag=True, help="Wait until the job has stopped; exit with its status code.")
 @timeout_option
 @region_option
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output: str) -> None:
     """Ask SageMaker to stop a job (it goes Stopping, then Stopped). The job's data stays."""
@@ -458,8 +463,8 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
     else:
         click.echo(f"stopping {job}; `{reattach_command('wait', job, region=region)}` waits until it has "
                    "stopped", err=True)
-    if output == "json":
-        dump(info.to_dict(), "json")
+    if output != "text":
+        dump(info.to_dict(), output)
     else:
         click.echo(job_text(info))
 
@@ -468,7 +473,7 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
 @click.option("--gpu", help="GPU model, e.g. A100, H100, V100, L4.")
 @click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="At least this many GPUs.")
 @click.option("--min-gpu-memory", help="At least this much memory per GPU, e.g. 40GB.")
-@output_option("text", "json")
+@output_option("text", "json", "yaml")
 @_guard
 def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: str) -> None:
     """The GPU instance catalog with on-demand prices, cheapest first."""
@@ -487,22 +492,22 @@ def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: st
                            (("--gpu", gpu), ("--gpus", gpus if gpus != 1 else None),
                             ("--min-gpu-memory", min_gpu_memory)) if value is not None)
         raise CatalogError(f"no instance type matches {filters}: {no_match_reason(catalog, gpu, gpus, memory)}")
-    if output == "json":
+    if output != "text":
         dump({"price_source": catalog.price_source, "price_date": catalog.price_date,
-              "price_region": catalog.region, "instances": [instance_dict(i, catalog.region) for i in found]}, "json")
+              "price_region": catalog.region, "instances": [instance_dict(i, catalog.region) for i in found]}, output)
         return
     instances_table(found, f"{len(found)} instance types; on-demand {catalog.region} prices: {catalog.price_source} "
                            f"({catalog.price_date})")
 
 
 @main.command()
-@output_option("json")
+@output_option("json", "yaml")
 def schema(output: str) -> None:
     """Print the JSON Schema of the job spec (for editors)."""
     from smtrain.cli.render import dump
     from smtrain.spec.model import json_schema
 
-    dump(json_schema(), "json", mask=False)
+    dump(json_schema(), output, mask=False)
 
 
 @main.command()

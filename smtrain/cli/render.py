@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from smtrain.cli.closed_output import stdout_console
-from smtrain.jobs import JobInfo, LogEvent
+from smtrain.jobs import JobInfo, LogEvent, reattach_command
 from smtrain.plan.build import Plan
 from smtrain.plan.catalog import InstanceType, gib_text
 from smtrain.redact import StreamMasker, mask_data, mask_text
@@ -52,9 +52,53 @@ def dump(data: Any, fmt: str, *, mask: bool = True) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
-def dump_line(data: Any) -> None:
-    """One compact JSON document on one line (JSON Lines), for streams such as logs."""
-    click.echo(json.dumps(mask_data(data), separators=(",", ":"), default=str))
+def dump_line(data: Any, fmt: str = "json") -> None:
+    """One item of a stream such as logs: a JSON Lines document, or an item of one YAML list."""
+    data = mask_data(data)
+    if fmt == "yaml":
+        import yaml
+
+        click.echo(yaml.safe_dump([data], sort_keys=False, default_flow_style=False, width=120), nl=False)
+    else:
+        click.echo(json.dumps(data, separators=(",", ":"), default=str))
+
+
+def dry_run_text(rendered: dict[str, Any], region: str) -> str:
+    """`submit --dry-run` for people: what the job would be; the whole request is -o json / -o yaml."""
+    request, upload = rendered["request"], rendered["upload"]
+    algorithm, resources = request["AlgorithmSpecification"], request["ResourceConfig"]
+    stop = request.get("StoppingCondition", {})
+    lines = [f"Dry run: nothing was sent. CreateTrainingJob {rendered['job_name']} in {region}",
+             f"  image         {algorithm.get('TrainingImage', '-')}",
+             f"  instances     {resources['InstanceCount']} x {resources['InstanceType']}, "
+             f"{resources.get('VolumeSizeInGB', '-')} GB volume",
+             f"  max run       {stop.get('MaxRuntimeInSeconds', '-')} s"
+             + (f", max wait {stop['MaxWaitTimeInSeconds']} s (spot)" if "MaxWaitTimeInSeconds" in stop else ""),
+             f"  role          {request['RoleArn']}",
+             f"  output        {request['OutputDataConfig']['S3OutputPath']}"]
+    for channel in request.get("InputDataConfig", []):
+        source = channel["DataSource"]["S3DataSource"]
+        lines.append(f"  input         {channel['ChannelName']}: {source['S3Uri']} ({channel.get('InputMode', 'File')})")
+    hyper = request.get("HyperParameters", {})
+    lines.append(f"  hyperparams   {len(hyper)}: " + ", ".join(f"{k}={v}" for k, v in sorted(hyper.items())
+                                                            if not k.startswith("sagemaker_")))
+    lines.append(f"  code          {upload['uri']} ({upload['bytes']:,} bytes, {len(upload['files'])} files, "
+                 f"sha256 {upload['sha256'][:12]})")
+    lines.append("The exact request: add -o json (or -o yaml).")
+    return mask_text("\n".join(lines))
+
+
+def local_submitted(request: Any, job: JobInfo) -> dict[str, Any]:
+    """`submit --local -o json`: the keys of `submit` (README "JSON output"), for a run that happened here."""
+    name = job.name
+    return {"job_name": name, "arn": None, "region": job.region, "status": job.status,
+            "upload": {"uri": request.source_uri, "sha256": request.bundle.sha256, "bytes": request.bundle.size,
+                       "uploaded": False},
+            "console_url": None, "logs_url": None,
+            "commands": {verb: reattach_command(*words) for verb, words in (
+                ("status", ("status", name)), ("logs", ("logs", name)), ("wait", ("wait", name)),
+                ("stop", ("stop", name)))},
+            "job": job.to_dict()}
 
 
 def _usd(value: float | None) -> str:

@@ -37,3 +37,36 @@ def test_plan_text_counts_one_replica_in_the_singular(tmp_path: Path) -> None:
     proc = smtrain("plan", str(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}})))
     assert proc.returncode == 0, proc.stderr
     assert "over 1 replica)" in proc.stdout and "1 replicas" not in proc.stdout
+
+
+def test_every_command_takes_text_json_and_yaml() -> None:
+    from smtrain.cli.commands import main
+
+    for name, command in main.commands.items():
+        output = next((p for p in command.params if p.name == "output"), None)
+        if name == "completion":
+            continue
+        assert output is not None and "yaml" in output.type.choices, name  # type: ignore[union-attr]
+        if name != "schema":  # the schema is a JSON document by nature
+            assert output.default == "text", name
+
+
+def test_yaml_output_is_the_json_output(tmp_path: Path) -> None:
+    import yaml
+
+    spec = str(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}}))
+    env = {"SMTRAIN_HOME": str(tmp_path / "home")}
+    for args in (["validate", spec], ["plan", spec], ["instances", "--gpu", "A10G"], ["schema"], ["list", "--local"],
+                 ["submit", spec, "--dry-run", "--job-name", "same-1"]):
+        as_json = smtrain(*args, "-o", "json", env=env)
+        as_yaml = smtrain(*args, "-o", "yaml", env=env)
+        assert as_json.returncode == as_yaml.returncode == 0, (args, as_yaml.stderr)
+        assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout), args
+
+
+def test_the_dry_run_in_text_is_for_people(tmp_path: Path) -> None:
+    proc = smtrain("submit", str(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}})),
+                   "--dry-run", "--job-name", "people-1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Dry run: nothing was sent. CreateTrainingJob people-1 in us-east-1")
+    assert "1 x ml.g5.xlarge" in proc.stdout and "-o json" in proc.stdout and not proc.stdout.lstrip().startswith("{")

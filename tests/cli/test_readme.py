@@ -101,3 +101,45 @@ def test_the_entrypoint_readme_names_every_module_of_smtrain_tf() -> None:
     modules = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
                      if p.name != "__init__.py" and "__pycache__" not in p.parts)
     assert [m for m in modules if f"`{m}`" not in text and f"`{Path(m).name}`" not in text] == []
+
+
+def documented_keys(label: str) -> set[str]:
+    """The keys README's "JSON output" lists for `label` (nested ones, in parentheses, left out)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### JSON output", 1)[1].split("\n### ", 1)[0]
+    bullet = re.search(rf"^- \*\*{re.escape(label)}\*\*[^:]*:(.*?)(?=^- \*\*|\Z)", section, re.M | re.S)
+    assert bullet, label
+    text = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", bullet.group(1))  # drop parenthesised details
+    text = re.split(r"\.\s", text)[0]  # the list of keys ends its first sentence; notes follow
+    return set(re.findall(r"`(\w+)`", text))
+
+
+def test_documented_job_keys_are_the_job_keys() -> None:
+    from smtrain.jobs import JobInfo
+
+    assert documented_keys("Job") == set(JobInfo(name="x", backend="local", status="Completed").to_dict())
+
+
+def test_documented_submit_keys_are_what_submit_prints() -> None:
+    from smtrain.cli.render import local_submitted
+    from smtrain.jobs import JobInfo
+
+    class Request:  # what local_submitted reads of a Request
+        source_uri = "/x/sourcedir.tar.gz"
+
+        class bundle:  # noqa: N801
+            sha256, size = "0" * 64, 1
+
+    printed = local_submitted(Request(), JobInfo(name="j", backend="local", status="Completed"))
+    assert documented_keys("submit") == set(printed)
+
+
+@pytest.mark.slow  # renders through the SageMaker SDK
+def test_documented_dry_run_keys_are_what_the_dry_run_prints(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "smtrain", "submit", str(ROOT / "configs" / "mwms.yaml"),
+                          "--dry-run", "-o", "json"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert documented_keys("submit --dry-run") == set(json.loads(out.stdout))

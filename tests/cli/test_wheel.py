@@ -101,5 +101,5 @@ def test_a_one_host_local_run_from_the_wheel(installed: Path, tmp_path: Path) ->
     proc = run(installed, "submit", spec, "--local", "--set", "compute.nodes=1", "--set", "training.epochs=1",
                "-o", "json", cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    job = json.loads(proc.stdout)
+    job = json.loads(proc.stdout)["job"]
     assert job["status"] == "Completed" and Path(job["model_artifacts"]).is_file()

@@ -1,7 +1,8 @@
 """`smtrain submit SPEC --local` through a real process, and the lifecycle commands on local jobs.
 
-Assumes the wiring: `submit --local` streams host output on stderr, prints the job (the JSON of
-`status --output json`) on stdout with --output json, and exits with the job's status code.
+Assumes the wiring: `submit --local` streams host output on stderr, prints submit's JSON (the
+finished job, as `status --output json` shows it, under "job") on stdout with --output json, and
+exits with the job's status code.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from smtrain.local.demo_data import write_digits
 from tests.support.cli_runner import smtrain
 
 JOB_KEYS = set(JobInfo(name="x", backend="local", status="Completed").to_dict())
+SUBMIT_KEYS = {"job_name", "arn", "region", "status", "upload", "console_url", "logs_url", "commands", "job"}
 
 
 @pytest.fixture
@@ -32,7 +34,11 @@ def test_submit_local_trains_the_demo_spec_and_every_job_command_sees_it(local_e
     proc = smtrain("submit", "configs/local-demo.yaml", "--local", "--set", "training.epochs=2", "--output", "json",
                    env=local_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    job = json.loads(proc.stdout)
+    submitted = json.loads(proc.stdout)
+    # The keys of `submit` (README "JSON output"), the finished job under "job".
+    assert set(submitted) == SUBMIT_KEYS and submitted["status"] == "Completed" and submitted["arn"] is None
+    assert submitted["upload"]["uploaded"] is False and Path(submitted["upload"]["uri"]).is_file()
+    job = submitted["job"]
     assert set(job) == JOB_KEYS and job["status"] == "Completed" and job["backend"] == "local"
     assert "[algo-1] epoch=2 " in proc.stderr and "[algo-2] " in proc.stderr
     assert Path(job["model_artifacts"]).is_file()
@@ -49,7 +55,7 @@ def test_submit_local_failure_exits_1_with_the_reason(local_env: dict[str, str])
     proc = smtrain("submit", "configs/local-demo.yaml", "--local", "--set", "hyperparameters.num_classes=-1",
                    "--output", "json", env=local_env, timeout=300)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    job = json.loads(proc.stdout)
+    job = json.loads(proc.stdout)["job"]
     assert job["status"] == "Failed" and job["failure_reason"].startswith("AlgorithmError: ")
     assert job["model_artifacts"] is None
     status = smtrain("status", job["name"], env=local_env)
