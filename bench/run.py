@@ -1,5 +1,5 @@
-"""`make bench`: wall times of the CLI paths, secret masking at scale, and the entrypoint's training
-figures, in one run.
+"""`make bench`: wall times of the CLI paths, secret masking at scale, the spec fuzz suite's count and
+time, and the entrypoint's training figures, in one run.
 
 Figures go to a JSON file (default bench/results.json) with the machine they were taken on.
 """
@@ -73,6 +73,21 @@ def masking_figures(entries: int = 100_000, lines: int = 10_000) -> dict[str, ob
             "total_s": round(done - start, 3), "log_line_chars": len(line), "log_line_us": round(per_line * 1e6, 1)}
 
 
+def fuzz_figures() -> dict[str, object]:
+    """The fuzz suite (tests/spec/test_validate_fuzz.py): how many specs, and how long, in one run."""
+    sys.path.insert(0, str(ROOT))
+    from tests.spec import test_validate_fuzz as fuzz
+
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", fuzz.__file__],
+                          cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    assert done.returncode == 0, done.stdout[-3000:]
+    return {"corpus_specs": fuzz.CORPUS_SIZE, "hypothesis_specs": 500, "wall_s": round(wall, 1),
+            "each_spec": "validate + plan -o json in-process; submit --dry-run for every spec valid for SageMaker",
+            "pytest": done.stdout.strip().splitlines()[-1]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
@@ -80,19 +95,23 @@ def main() -> None:
     parser.add_argument("--skip-training", action="store_true", help="only the CLI timings")
     parser.add_argument("--only-masking", action="store_true",
                         help="only the secret-masking figures, merged into the existing --out file")
+    parser.add_argument("--only-fuzz", action="store_true",
+                        help="only the fuzz suite's count and time, merged into the existing --out file")
     args = parser.parse_args()
-    if args.only_masking:
+    if args.only_masking or args.only_fuzz:
         out = Path(args.out)
         results = json.loads(out.read_text()) if out.exists() else {}
-        results["secret_masking"] = masking_figures()
+        key, figures = ("secret_masking", masking_figures) if args.only_masking else ("spec_fuzz", fuzz_figures)
+        results[key] = figures()
         out.write_text(json.dumps(results, indent=2) + "\n")
-        print(json.dumps(results["secret_masking"], indent=2))
+        print(json.dumps(results[key], indent=2))
         return
     results: dict[str, object] = {
         "taken": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "cli_wall_time": cli_figures(args.repeat),
         "secret_masking": masking_figures(),
+        "spec_fuzz": fuzz_figures(),
     }
     trainer = ROOT / "bench" / "entrypoint_bench.py"
     if not args.skip_training and trainer.exists():

@@ -274,7 +274,7 @@ def _problems_from(error: ValidationError, smap: SourceMap) -> list[Problem]:
             if loc[:1] == ("training",) and len(loc) == 2:
                 # training: holds the fields smtrain itself reads; everything else goes to the entry
                 # point as it is, from hyperparameters:.
-                hint += f"; a setting for the entry point goes under hyperparameters: ({loc[-1]}: ...)"
+                hint += "; a setting for the entry point goes under hyperparameters: instead"
             problems.append(Problem(loc, f"unknown field {brief(str(loc[-1]))}{hint}", smap.locate(loc, at_key=True)))
         elif kind == "missing":
             problems.append(Problem(loc, "required field is missing", smap.locate(loc[:-1])))
