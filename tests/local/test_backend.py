@@ -27,7 +27,7 @@ from smtrain.local.records import STOP_FILE
 from smtrain.local.request import render_local
 from smtrain.sagemaker.submit import estimator_spec
 from tests.local.support import Background, alive, kill_all, make_plan
-from tests.support import ROOT
+from tests.support import ROOT, like_a_terminal
 
 FAST_GRACE = 1.0
 
@@ -237,7 +237,7 @@ def test_ctrl_c_or_sigterm_ends_every_process(tmp_path: Path, sig: int) -> None:
             sys.exit(130)
         sys.exit(3)
     """))
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, preexec_fn=like_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     backend = LocalBackend(tmp_path / "home")
     try:

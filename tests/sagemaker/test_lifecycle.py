@@ -21,7 +21,7 @@ import pytest
 
 from smtrain.jobs import JobInfo
 from tests.cli.test_startup import HEAVY, PROBE
-from tests.support import moto_server
+from tests.support import like_a_terminal, moto_server
 from tests.support.cli_runner import ROOT, smtrain
 from tests.support.moto_server import MotoServer, create_job
 
@@ -37,7 +37,7 @@ def _popen(server: MotoServer, tmp_path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(server.env(tmp_path))
     return subprocess.Popen([sys.executable, "-m", "smtrain", *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=like_a_terminal)
 
 
 def _once_polled(server: MotoServer, action) -> threading.Thread:
