@@ -88,6 +88,15 @@ def fuzz_figures() -> dict[str, object]:
             "pytest": done.stdout.strip().splitlines()[-1]}
 
 
+def wrap_figures() -> dict[str, object]:
+    """A plain Keras script run plainly and wrapped, alternating (bench/wrap_bench.py)."""
+    out = ROOT / "bench" / "results-wrap.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "wrap_bench.py"), "--out", str(out)], cwd=ROOT, check=True)
+    figures = json.loads(out.read_text())
+    out.unlink()
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
@@ -97,7 +106,15 @@ def main() -> None:
                         help="only the secret-masking figures, merged into the existing --out file")
     parser.add_argument("--only-fuzz", action="store_true",
                         help="only the fuzz suite's count and time, merged into the existing --out file")
+    parser.add_argument("--only-wrap", action="store_true",
+                        help="only the wrap's overhead (bench/wrap_bench.py), merged into the existing --out file")
     args = parser.parse_args()
+    if args.only_wrap:
+        out = Path(args.out)
+        results = json.loads(out.read_text()) if out.exists() else {}
+        results["wrap_overhead"] = wrap_figures()
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        return
     if args.only_masking or args.only_fuzz:
         out = Path(args.out)
         results = json.loads(out.read_text()) if out.exists() else {}
@@ -119,6 +136,7 @@ def main() -> None:
         subprocess.run([sys.executable, str(trainer), "--out", str(out)], cwd=ROOT, check=True)
         results["entrypoint_training"] = json.loads(out.read_text())
         out.unlink()
+        results["wrap_overhead"] = wrap_figures()
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 

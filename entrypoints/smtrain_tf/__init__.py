@@ -4,8 +4,11 @@ and the functions a training script of your own may call to follow the same cont
     import smtrain_tf
 
     strategy = smtrain_tf.strategy()
-    batch = smtrain_tf.global_batch_size(64)
-    rate = smtrain_tf.scaled_learning_rate(0.001, "linear")
+    with strategy.scope():
+        model = build_model()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    smtrain_tf.fit(model, (x, y), epochs=10, batch_size_per_replica=64)
+    smtrain_tf.save(model)
 
 The names in `__all__` are the whole public face; everything else (the subpackages, names with a
 leading underscore) may change without notice. Importing this package imports neither TensorFlow
@@ -27,6 +30,8 @@ __all__ = [
     "checkpoint_dir",
     "channel",
     "hyperparameters",
+    "fit",
+    "save",
 ]
 
 

@@ -1,18 +1,19 @@
 """The public functions of smtrain_tf (listed in its __init__): thin wrappers over the program's own code.
 
-Every answer comes from the container contract as the bundled entrypoint reads it: the process's
-`--name value` arguments (sys.argv) and its environment (SM_*, TF_CONFIG, ...). Importing this
-module imports no TensorFlow; the functions that need the strategy import it when they build it.
+Every answer comes from the container contract read for a script of the user's own: the
+environment (SM_*, TF_CONFIG, and smtrain's settings as SMTRAIN_<NAME>, see entrypoints/README.md).
+The script's arguments and SM_HPS are its own hyperparameters (hyperparameters()), never read as
+smtrain's. Importing this module imports no TensorFlow; the functions that need it import it then.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from . import scaling
-from .contract import container
-from .contract.errors import DataError
+from .contract import container, failure
+from .contract.errors import DataError, TrainingFailure
 from .contract.log import say
 
 if TYPE_CHECKING:
@@ -25,22 +26,32 @@ _built: Optional[Distribution] = None
 
 
 def _contract() -> container.Contract:
-    return container.read(sys.argv[1:])
+    return container.read(sys.argv[1:], own_script=True)
 
 
+def adopt(dist: Distribution) -> None:
+    """Make `dist` this process's strategy (the wrap builds it before the user's script runs)."""
+    global _built
+    _built = dist
 
 
 def _distribution() -> Distribution:
     global _built
     if _built is None:
-        _built = _build(_contract())
+        try:
+            _built = _build(_contract())
+        except TrainingFailure as known:
+            # The reason SageMaker shows (FailureReason), as the bundled entrypoint writes it.
+            failure.report(known.reason)
+            raise
     return _built
 
 
 def _build(contract: container.Contract) -> Distribution:
     # The steps of the bundled entrypoint (_main._train and training.session), in the same order.
-    from .distribute import distribution
+    from .distribute import distribution, gpu_check
 
+    gpu_check.check(contract, say)
     choice = distribution.choose(contract)
     if choice.serves_only:
         from .distribute import ps_servers
@@ -61,19 +72,26 @@ def _replicas(replicas: Optional[int]) -> int:
 def strategy() -> tf.distribute.Strategy:
     """The tf.distribute strategy the container contract asks for, built as the bundled entrypoint builds it.
 
-    The choice follows SM_FRAMEWORK_PARAMS, SM_HPS, TF_CONFIG, the host's GPUs and the `strategy`
-    and `cpu_replicas` hyperparameters (see entrypoints/README.md, "Strategies"); devices are set
-    up first (memory growth on every GPU). Built once per process: later calls return the same
-    strategy. Call it before TensorFlow runs its first operation.
+    The choice follows SM_FRAMEWORK_PARAMS, SM_HPS's `sagemaker_*` flags, TF_CONFIG and the host's
+    GPUs (see entrypoints/README.md, "Strategies"); SMTRAIN_STRATEGY forces one and
+    SMTRAIN_CPU_REPLICAS=N splits the CPU into N replicas. Devices are set up first (memory growth
+    on every GPU). Built once per process: later calls return the same strategy. Call it before
+    TensorFlow runs its first operation, and build the model inside `strategy.scope()`.
+
+    The first line it prints lists the GPUs TensorFlow sees (`gpus: ...`). When the job asked for
+    GPUs (SM_NUM_GPUS > 0) and TensorFlow sees none, it fails at once naming the likely cause (a
+    CPU-only TensorFlow, no NVIDIA driver, CUDA libraries missing), unless SMTRAIN_ALLOW_CPU=true
+    (the spec's compute.allow_cpu).
 
     - Horovod / smddp: the library is initialised and this process's GPU pinned to its local rank;
       the strategy returned is the default one (average gradients with the library's own
-      `DistributedGradientTape`).
+      `DistributedGradientTape`, or use fit()).
     - Parameter server, on worker and ps tasks: never returns. The process serves until the chief
       has finished, then exits with status 0, as the bundled entrypoint's do.
 
-    Raises the entrypoint's errors (a TrainingFailure with a one-line `reason`) for a wrong
-    contract or a missing library.
+    Raises the entrypoint's errors (a TrainingFailure with a one-line `reason`, also written to
+    <SM_OUTPUT_DIR>/failure, which SageMaker shows as the job's FailureReason) for a wrong contract,
+    no GPU, or a missing library.
     """
     return _distribution().strategy
 
@@ -115,7 +133,7 @@ def model_dir() -> str:
 
 
 def checkpoint_dir() -> str:
-    """The local checkpoint directory: the `checkpoint_dir` hyperparameter, else <base>/checkpoints.
+    """The local checkpoint directory: SMTRAIN_CHECKPOINT_DIR, else <base>/checkpoints.
 
     `<base>` is SAGEMAKER_BASE_DIR or /opt/ml; SageMaker syncs /opt/ml/checkpoints with the job's
     CheckpointConfig, so a spot job resumes from it.
@@ -136,11 +154,86 @@ def channel(name: str) -> str:
 
 
 def hyperparameters() -> Dict[str, Any]:
-    """The job's hyperparameters, as the bundled entrypoint hands them to model hooks.
+    """Your script's hyperparameters: the spec's `hyperparameters:` as the job received them.
 
-    The entrypoint's own (entrypoints/README.md, "Hyperparameters") typed and with their defaults;
-    every other name (yours, and SageMaker's `sagemaker_*` and `model_dir`) as a string. Command-line
-    `--name value` arguments win over SM_HPS. A new dict on every call.
+    SM_HPS decoded (numbers, booleans and lists keep their JSON types), overridden by the
+    script's `--name value` arguments where they differ (those as strings), without SageMaker's
+    `sagemaker_*` keys (`model_dir`, which the SDK adds, stays). smtrain's own settings are not in
+    it: they reach the functions here as SMTRAIN_<NAME> environment variables. A new dict on every
+    call.
     """
-    parsed = _contract().hyperparameters
-    return {**parsed.extras, **parsed.values}
+    extras = _contract().hyperparameters.extras
+    return {name: value for name, value in extras.items() if not name.startswith("sagemaker_")}
+
+
+def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
+        batch_size_per_replica: Optional[int] = None, steps_per_epoch: Optional[int] = None, loss: Any = None,
+        optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
+        gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
+        checkpoint: bool = True, log_every_steps: int = 0) -> Any:
+    """Train `model` under the job's strategy with the bundled entrypoint's loop; return a keras History.
+
+    Works under every strategy strategy() builds (default, Mirrored, MultiWorkerMirrored, parameter
+    server, Horovod, smddp), with Keras 2 and 3. Build (and compile) the model inside
+    `smtrain_tf.strategy().scope()`; every process of the job calls fit alike.
+
+    - `train`, `validation`: a tf.data.Dataset of (features, labels), or an (x, y) tuple of arrays.
+      With `batch_size_per_replica` the data is unbatched: fit shards it (by rank under Horovod/
+      smddp), shuffles it (`shuffle_buffer` > 0, with `seed`, else SMTRAIN_SEED or 42), batches it
+      with the global batch (per replica x replicas) and prefetches. Without it the dataset is
+      already batched: each batch is global under tf.distribute strategies (as with Keras), a
+      process's own under Horovod/smddp (each rank takes every n-th batch).
+    - `steps_per_epoch`: default the data's length over the batch; needed when it is unknown.
+    - `loss`, `optimizer`: the compiled ones unless given (a Keras loss or name, a callable
+      (y_true, y_pred), an optimizer or its name); an uncompiled model needs both. The loss is
+      summed per example and divided by the global batch. The learning rate is used as it is:
+      scale it yourself with scaled_learning_rate(). Metrics are the loss and the accuracy
+      (integer or one-hot labels, or one binary output).
+    - `gradient_accumulation_steps` (default SMTRAIN_GRADIENT_ACCUMULATION_STEPS, else 1): each
+      optimizer step adds up the gradients of k micro-batches, run one after another; effective
+      batch = per replica x replicas x k.
+    - `callbacks`: Keras's own History, EarlyStopping, ModelCheckpoint (save_freq='epoch'),
+      CSVLogger and TensorBoard, called at train and epoch begin and end with the logs loss,
+      accuracy, val_loss, val_accuracy; `model.stop_training` stops the training. Others raise
+      ValueError naming them.
+    - `checkpoint`: checkpoints (model, optimizer, progress) in checkpoint_dir() at every epoch
+      end (and every SMTRAIN_CHECKPOINT_EVERY_STEPS steps); a restarted job (spot) resumes from the
+      newest. A second fit call in the same process keeps its own, in <checkpoint_dir>/fit-2.
+    - Output: `config ...`, one metric line per epoch from the chief (`epoch=... loss=...
+      accuracy=... val_loss=... val_accuracy=...`, the lines the job's metric definitions read),
+      `progress ...` every `log_every_steps` steps, and `weights_sha256=<hex>` from every process
+      at the end (equal digests: identical weights).
+
+    A known failure (NaN loss, a lost peer, out of memory, a wrong contract) is written to
+    <SM_OUTPUT_DIR>/failure (the job's FailureReason) and raised again; a misuse raises ValueError.
+    """
+    from .training import fit as fitting
+
+    return fitting.fit(_distribution(), _contract(), model, train, validation, epochs=epochs,
+                       batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
+                       optimizer=optimizer, callbacks=callbacks,
+                       gradient_accumulation_steps=gradient_accumulation_steps, shuffle_buffer=shuffle_buffer,
+                       seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps, say=say)
+
+
+def save(model: Any) -> List[str]:
+    """Save the trained model for serving, from the chief only; return the paths written ([] elsewhere).
+
+    Writes <model_dir()>/1, a SavedModel in TF Serving's layout (signature `serving_default`, as
+    the model's Keras version exports it), and <model_dir()>/model.keras, each under a temporary
+    name first. Call it on every process: reading the weights may need all of them; only the
+    chief writes, so the job ends with one model.
+    """
+    import time
+
+    from .export import artifacts
+    from .training import metrics
+
+    dist = _distribution()
+    weights = metrics.weights_list(model)
+    if not dist.is_chief:
+        return []
+    began = time.time()
+    written = artifacts.save_model(model, weights, _contract().model_dir)
+    say(f"saved {' and '.join(written)} in {time.time() - began:.1f}s")
+    return written

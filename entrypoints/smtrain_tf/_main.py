@@ -8,8 +8,8 @@ import traceback
 from typing import Any, List, Optional, Sequence
 
 from .contract import container as contract_mod
-from .contract import failure
-from .contract.errors import PeerFailure, TrainingFailure
+from .contract import failure, known_failures
+from .contract.errors import TrainingFailure
 from .contract.log import say
 from .models import names as model_names
 from .training.watchdog import Watchdog, exit_now
@@ -25,36 +25,6 @@ class _Run:
     library: Any = None
 
 
-
-
-_PEER_CLUES = ("unhealthy", "heartbeat", "aborted", "deadline", "timed out", "timeout", "connection", "socket",
-               "unavailable", "failed to connect")
-
-
-def _known_tensorflow_failure(exc: BaseException) -> Optional[TrainingFailure]:
-    """TensorFlow errors with a known cause: a dead or silent peer, or memory exhausted."""
-    tf = sys.modules.get("tensorflow")
-    if tf is None or not isinstance(exc, tf.errors.OpError):
-        return None
-    lines = [line.strip() for line in (exc.message or "").splitlines() if line.strip()]
-    if isinstance(exc, tf.errors.ResourceExhaustedError):
-        first = next((line for line in lines if "OOM" in line or "memory" in line.lower()), lines[0] if lines else "")
-        return TrainingFailure(f"out of memory ({first[:300]}); lower batch_size_per_replica or use a larger instance")
-    peer_errors = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
-                   tf.errors.AbortedError)
-    lowered = " ".join(lines).lower()
-    if not (isinstance(exc, peer_errors) or "collective ops is aborted" in lowered or "heartbeat" in lowered):
-        return None
-    # TensorFlow leads with "Graph execution error:"; the telling line names the lost task.
-    telling = [i for i, line in enumerate(lines) if any(k in line.lower() for k in _PEER_CLUES)]
-    if telling:
-        i = telling[0]
-        detail = " ".join(lines[i:i + 2]) if lines[i].endswith(":") else lines[i]
-    else:
-        detail = lines[0] if lines else ""
-    return PeerFailure(f"lost contact with another process of the job ({type(exc).__name__}: {detail[:400]})")
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     run = _Run()
@@ -65,7 +35,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         code = _fail("interrupted", 130)
     except Exception as exc:  # noqa: BLE001 - the last resort must catch everything
-        recognised = _known_tensorflow_failure(exc)
+        recognised = known_failures.recognise(exc)
         if recognised is not None:
             code = _fail(recognised.reason, recognised.exit_code)
         else:
@@ -79,9 +49,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _fail(reason: str, code: int) -> int:
-    line = failure.one_line(reason)
-    print(f"ERROR: {line}", file=sys.stderr, flush=True)
-    failure.write_failure(line)
+    failure.report(reason)
     return code
 
 
@@ -103,8 +71,6 @@ def _train(args: List[str], run: _Run) -> int:
     started_at = time.time()
     contract = contract_mod.read(args)
     model_names.check_name(contract.hp("model"))
-    for name in contract.hyperparameters.unknown:
-        say(f"note: hyperparameter {name} is not one of the entrypoint's; it is passed to model hooks only")
 
     from .distribute import choice as strategy_choice
 
@@ -113,8 +79,12 @@ def _train(args: List[str], run: _Run) -> int:
         contract_mod.require_channels(contract)
         contract_mod.require_writable(contract)
 
-    # TensorFlow is imported only now, so contract mistakes fail fast.
-    from .distribute import distribution
+    # TensorFlow is imported only now, so contract mistakes fail fast; the GPUs seen are the first line.
+    from .distribute import distribution, gpu_check
+
+    gpu_check.check(contract, say)
+    for name in contract.hyperparameters.unknown:
+        say(f"note: hyperparameter {name} is not one of the entrypoint's; it is passed to model hooks only")
 
     choice = distribution.choose(contract)
     if choice.serves_only:

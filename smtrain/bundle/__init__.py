@@ -11,7 +11,8 @@
     sizes.py           large files warned about, hopeless totals refused early, the size error
     archive.py         the deterministic tar.gz bytes
     model.py           Bundle, PlannedBundle, BundleFile, PlannedFile, BundleError
-    entrypoint.py      where the bundled TensorFlow entrypoint (smtrain_entry, smtrain_tf) is installed
+    entrypoint.py      where the bundled TensorFlow entrypoint (smtrain_entry, smtrain_wrap, smtrain_tf) is
+                       installed
     request.py         Request (plan, job name, bundle, where it goes), make_request(), check_bundle()
 
 May import: plan, spec and the shared modules. Never a backend.

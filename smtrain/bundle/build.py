@@ -3,7 +3,8 @@
 SageMaker unpacks the archive into /opt/ml/code, pip-installs a ``requirements.txt`` found at
 its root, then starts the entry point. The archive holds three things, all at its root:
 
-* the bundled entry point (``smtrain_entry.py`` and ``smtrain_tf/``, see entrypoint.py),
+* the bundled entry point (``smtrain_entry.py``, ``smtrain_wrap.py`` and ``smtrain_tf/``, see
+  entrypoint.py),
 * the user's ``code.source_dir``,
 * the user's requirements file, stored as ``requirements.txt``.
 
@@ -267,7 +268,8 @@ def build_bundle(
     """Build the archive from the entry point, the user's source dir and requirements file.
 
     `entrypoint` is a directory whose contents go to the archive's root, or a list of files and
-    directories that go there under their own names (the installed smtrain_entry.py and smtrain_tf/).
+    directories that go there under their own names (the installed smtrain_entry.py, smtrain_wrap.py
+    and smtrain_tf/).
 
     `requirements` is relative to `source_dir` when that is given (else to the working
     directory) unless absolute. `allow` holds gitignore-style patterns of archive paths that may

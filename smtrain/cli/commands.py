@@ -23,6 +23,7 @@ from smtrain.spec.units import parse_duration, parse_since, parse_size
 if TYPE_CHECKING:
     from smtrain.bundle.model import BundleError
     from smtrain.plan.build import Plan
+    from smtrain.plan.preflight import Finding
     from smtrain.spec.model import LoadedSpec
     from smtrain.spec.problems import Problem
 
@@ -96,25 +97,46 @@ def _bundle_refusal(loaded: LoadedSpec, exc: BundleError) -> SpecError:
     return SpecError([loaded.problem(exc.field, str(exc))])
 
 
-def _check_bundle(loaded: LoadedSpec, plan: Plan) -> list[Problem]:
-    """Run every check of the code bundle (nothing packed); its warnings, at code.source_dir.
+def _check_code(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Finding]]:
+    """Run every check of the code bundle (nothing packed), then the preflight scan of the .py files it
+    ships: the bundle's warnings at code.source_dir, and the scan's findings.
 
     validate, plan and submit all call this, so they refuse and warn alike, and a submit warns
     about large files before compressing them.
     """
     from smtrain.bundle.model import BundleError
     from smtrain.bundle.request import check_bundle
+    from smtrain.plan.preflight import scan
 
     try:
         checked = check_bundle(plan)
     except BundleError as exc:
         raise _bundle_refusal(loaded, exc) from None
-    return [loaded.problem(("code", "source_dir"), w) for w in checked.warnings]
+    shipped = [(f.path, Path(f.source)) for f in checked.files if f.origin == "source" and f.path.endswith(".py")]
+    return [loaded.problem(("code", "source_dir"), w) for w in checked.warnings], scan(plan, shipped)
+
+
+def _echo_findings(findings: list[Finding]) -> None:
+    for finding in findings:
+        click.echo(mask_text(finding.render()), err=True)  # a literal in the user's code may be a secret
+
+
+def _strict_exit(findings: list[Finding], strict: bool) -> None:
+    """--strict: any finding ends the command with exit 2 (for CI), nothing sent."""
+    if strict and findings:
+        n = len(findings)
+        click.echo(f"{n} preflight warning{'s' if n != 1 else ''} and --strict; nothing was sent.", err=True)
+        click.get_current_context().exit(exit_codes.USAGE)
 
 
 spec_argument = click.argument("spec_file", metavar="SPEC", type=click.Path(dir_okay=False))
 set_option = click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE",
                           help="Override a spec field, e.g. --set compute.nodes=4 (repeatable).")
+
+
+strict_option = click.option("--strict", is_flag=True,
+                             help="Exit 2 when the preflight scan of your code finds anything (for CI); "
+                                  "nothing is sent.")
 
 
 def output_option(*choices: str) -> Callable[[F], F]:
@@ -145,10 +167,12 @@ def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides
 @main.command()
 @spec_argument
 @set_option
+@strict_option
 @output_option("text", "json", "yaml")
 @_guard
-def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
-    """Check a job spec: every problem, with file:line:column. No AWS, no TensorFlow."""
+def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: str) -> None:
+    """Check a job spec: every problem, with file:line:column, and the preflight scan of your own
+    script. No AWS, no TensorFlow."""
     from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
     from smtrain.plan.build import build_plan
     from smtrain.plan.request_limits import local_only_problems
@@ -156,7 +180,8 @@ def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     try:
         loaded = _load(spec_file, overrides)
         plan = build_plan(loaded, _catalog(click.get_current_context()))
-        warnings = plan.warnings + _check_bundle(loaded, plan)
+        bundle_warnings, findings = _check_code(loaded, plan)
+        warnings = plan.warnings + bundle_warnings
     except SpecError as exc:
         if output != "text":
             dump({"valid": False, "problems": [problem_dict(p) for p in exc.problems]}, output)
@@ -165,32 +190,40 @@ def validate(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
     local = local_only_problems(plan)  # inputs/output on this machine: valid for --local only
     if output != "text":
         dump({"valid": True, "local_only": bool(local), "local_only_fields": [problem_dict(p) for p in local],
-              "problems": [], "warnings": [problem_dict(w) for w in warnings]}, output)
+              "problems": [], "warnings": [problem_dict(w) for w in warnings],
+              "preflight": [f.to_dict() for f in findings]}, output)
+        _strict_exit(findings, strict)
         return
     echo_problems(warnings, label="warning")
     echo_problems(local, label="local only")
+    _echo_findings(findings)
+    _strict_exit(findings, strict)
     click.echo(valid_text(spec_file, plan, local))
 
 
 @main.command()
 @spec_argument
 @set_option
+@strict_option
 @output_option("text", "json", "yaml")
 @_guard
-def plan(spec_file: str, overrides: tuple[str, ...], output: str) -> None:
+def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, output: str) -> None:
     """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
     from smtrain.cli.render import dump, plan_text
     from smtrain.plan.build import build_plan
 
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
-    bundle_warnings = _check_bundle(loaded, result)
+    bundle_warnings, findings = _check_code(loaded, result)
     if output != "text":
         summary = result.summary()
         summary["warnings"] += [w.render() for w in bundle_warnings]
+        summary["preflight"] = [f.to_dict() for f in findings]
         dump(summary, output)
     else:
         click.echo(plan_text(result, bundle_warnings))
+        _echo_findings(findings)
+    _strict_exit(findings, strict)
 
 
 def _parse_timeout(value: str | None) -> float | None:
@@ -231,11 +264,12 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
               help="--local: split the CPU into K logical devices so mirrored runs K replicas.")
 @click.option("--python", "python_", type=click.Path(dir_okay=False, exists=True), metavar="PATH",
               help="--local: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
+@strict_option
 @output_option("text", "json", "yaml")
 @_guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
            logs_: bool, timeout: str | None, local_: bool, cpu_replicas: int | None, python_: str | None,
-           output: str) -> None:
+           strict: bool, output: str) -> None:
     """Submit a training job (or, with --dry-run, show exactly what would be sent).
 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
@@ -255,7 +289,12 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
     # Warnings first: a large file is named before minutes of compressing it.
-    echo_problems(_check_bundle(loaded, result), label="warning")
+    bundle_warnings, findings = _check_code(loaded, result)
+    echo_problems(bundle_warnings, label="warning")
+    if output == "text" or (strict and findings):  # else they travel in the JSON
+        _echo_findings(findings)
+    _strict_exit(findings, strict)
+    preflight = [f.to_dict() for f in findings]
     try:
         if local_:
             from smtrain.cli.render import local_submitted
@@ -264,27 +303,28 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
             request = local_request(result, job_name)
             job = LocalBackend().run(request, stream=sys.stdout if output == "text" else sys.stderr,
                                      cpu_replicas=cpu_replicas, python=python_)
-            _finish(job, False, output, local_submitted(request, job))
+            _finish(job, False, output, {**local_submitted(request, job), "preflight": preflight})
             return
         if dry_run:
             rendered = submission.dry_run(result, job_name)
             if output == "text":
                 click.echo(dry_run_text(rendered, result.region))
             else:
-                dump(rendered, output)
+                dump({**rendered, "preflight": preflight}, output)
             return
         from smtrain.sagemaker.upload import want_progress_bar
 
         submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
     except BundleError as exc:
         raise _bundle_refusal(loaded, exc) from exc
-    _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds)
+    _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
 
 
-def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None) -> None:
+def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None,
+                      preflight: list[dict[str, Any]]) -> None:
     from smtrain.cli.render import dump, submitted_text
 
-    data = submitted.to_dict()
+    data = {**submitted.to_dict(), "preflight": preflight}
     if output == "text":
         click.echo(submitted_text(data, submitted.confirmed_by_describe), err=wait)
     if not wait:
@@ -498,6 +538,89 @@ def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: st
         return
     instances_table(found, f"{len(found)} instance types; on-demand {catalog.region} prices: {catalog.price_source} "
                            f"({catalog.price_date})")
+
+
+def _newest_tf_version(region: str | None) -> str:
+    """The newest TensorFlow version the SDK has a training image for in `region`, as users write it ("2.19")."""
+    from smtrain.plan.distribution import version_tuple
+    from smtrain.plan.tf_versions import image_regions, known_tf_versions
+
+    short = sorted((v for v in known_tf_versions() if v.count(".") == 1), key=version_tuple, reverse=True)
+    return next((v for v in short if region is None or region in image_regions(v)), short[0])
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory where it is under it."""
+    import shlex
+
+    try:
+        text = str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        text = str(path)
+    return shlex.quote(text)
+
+
+@main.command()
+@click.argument("script", type=click.Path(dir_okay=True, path_type=Path))
+@click.argument("spec_file", metavar="[SPEC]", required=False, type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Replace SPEC if it exists.")
+@output_option("text", "json", "yaml")
+@_guard
+def init(script: Path, spec_file: Path | None, force: bool, output: str) -> None:
+    """Write a starting job spec for your script (default: job.yaml beside it), then validate it.
+
+    The options the script's argparse declares become hyperparameters with their defaults; the script
+    runs unchanged, wrapped in the strategy smtrain picks. Never replaces a file without --force.
+    """
+    from smtrain.aws_config import default_region
+    from smtrain.cli.render import dump
+    from smtrain.plan.build import build_plan
+    from smtrain.spec import patterns
+    from smtrain.spec.model import load_spec
+    from smtrain.spec.starter import hyperparameters, read_script, starter_text
+
+    if not script.is_file():
+        raise UserError(f"{script}: no such file" if not script.exists() else f"{script}: not a file",
+                        exit_codes.USAGE)
+    if script.suffix != ".py":
+        raise UserError(f"{script}: not a Python script (.py): smtrain init reads a script's argparse options",
+                        exit_codes.USAGE)
+    target = spec_file if spec_file is not None else script.parent / "job.yaml"
+    if (target.exists() or target.is_symlink()) and not force:
+        raise UserError(f"{target} exists: pass --force to replace it, or name another file "
+                        f"(smtrain init {_shown(script)} other.yaml)", exit_codes.USAGE)
+    if target.is_dir():
+        raise UserError(f"{target} is a directory: name the spec file to write", exit_codes.USAGE)
+    facts = read_script(script)
+    region = default_region()
+    region = region if region and patterns.REGION.matches(region) else "us-east-1"
+    text = starter_text(script, target, facts, tf_version=_newest_tf_version(region), region=region)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {target}: {exc.strerror or exc}", exit_codes.USAGE) from None
+    # Checked as `validate` checks it: a starting spec that does not validate is a bug of init's.
+    loaded = load_spec(target)
+    plan = build_plan(loaded, _catalog(click.get_current_context()))
+    warnings, findings = _check_code(loaded, plan)
+    shown = _shown(target)
+    steps = [f"smtrain plan {shown}", f"smtrain submit {shown} --dry-run", f"smtrain submit {shown} --local"]
+    if output != "text":
+        dump({"spec_file": str(target), "script": str(script), "valid": True,
+              "hyperparameters": hyperparameters(facts.args).values,
+              "warnings": [w.render() for w in plan.warnings + warnings],
+              "preflight": [f.to_dict() for f in findings], "next": steps}, output)
+        return
+    from smtrain.cli.render import echo_problems, valid_text
+
+    echo_problems(plan.warnings + warnings, label="warning")
+    _echo_findings(findings)
+    click.echo(f"wrote {shown} for {_shown(script)}")
+    click.echo(valid_text(shown, plan))
+    click.echo(f"Replace the placeholders in {shown} (role, output{', inputs' if loaded.spec.inputs else ''}), "
+               "then:")
+    click.echo("\n".join(f"  {step}" for step in steps))
 
 
 @main.command()

@@ -105,6 +105,48 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.2f}"
 
 
+def _replicas(n: int) -> str:
+    return f"{n} replica{'s' if n != 1 else ''}"
+
+
+def _bundled_lines(plan: Plan) -> list[str]:
+    """The bundled entrypoint's batch and learning-rate maths."""
+    t = plan.spec.training
+    warmup = f", {t.warmup_epochs:g} warm-up epochs" if t.warmup_epochs else ""
+    steps = plan.gradient_accumulation_steps
+    if steps is None:
+        return [f"  batch         {plan.batch_per_replica} per replica -> {plan.global_batch} global",
+                f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} "
+                f"({t.lr_scaling} scaling over {_replicas(plan.replicas)}{warmup})"]
+    return [f"  batch         {plan.batch_per_replica} per replica x {_replicas(plan.replicas)} = {plan.global_batch} "
+            f"per micro-batch; x {steps} accumulated steps -> {plan.effective_batch} effective",
+            f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} ({t.lr_scaling} scaling on the "
+            f"effective batch, {plan.replicas * steps} x one replica's batch{warmup})"]
+
+
+def _program_lines(plan: Plan) -> list[str]:
+    """What runs, and what applies to it: the maths for the bundled entrypoint, the rules for a wrap."""
+    if plan.kind == "bundled":
+        return _bundled_lines(plan)
+    lines = []
+    if plan.wrap is not None:
+        w = plan.wrap
+        lines.append(f"  program       {plan.entry_point} runs your {w.script} unchanged inside the strategy")
+        batch = (f"your batch_size x {_replicas(w.batch_factor)} (code.wrap_batch: per_replica)"
+                 if w.batch == "per_replica" else "your batch_size as written (code.wrap_batch: global)")
+        rate = (f"x {w.lr_factor:g} ({w.lr_scaling} scaling)" if w.lr_scaling
+                else "as your script sets it (training.lr_scaling not set)")
+        lines.append(f"  wrap          batch: {batch}; learning rate: {rate}")
+    else:
+        lines.append(f"  program       {plan.entry_point} (your script)")
+    lines.append("  arguments     exactly hyperparameters: (plus --model_dir, as the SageMaker SDK adds it)")
+    lines.append(f"  strategy told {plan.strategy_told}")
+    added = plan.smtrain_environment
+    if added:
+        lines.append("  environment   " + " ".join(f"{k}={v}" for k, v in added.items()))
+    return lines
+
+
 def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
     """`smtrain plan` for people; `more_warnings` (the code bundle's) join the plan's own."""
     s = plan.summary()
@@ -118,10 +160,7 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         + (f", {plan.processes_per_host} processes per host" if plan.strategy in ("horovod", "smddp") else ""),
         f"  replicas      {plan.replicas}" + ("  per worker (workers step asynchronously)"
                                              if plan.strategy == "parameter_server" else ""),
-        f"  batch         {plan.batch_per_replica} per replica -> {plan.global_batch} global",
-        f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} "
-        f"({plan.spec.training.lr_scaling} scaling over {plan.replicas} replica{'s' if plan.replicas != 1 else ''}"
-        + (f", {plan.spec.training.warmup_epochs:g} warm-up epochs)" if plan.spec.training.warmup_epochs else ")"),
+        *_program_lines(plan),
         f"  tensorflow    {plan.framework_version or '-'} {plan.py_version or ''}"
         + (f"  image {plan.image_uri}" if plan.image_uri else ""),
         f"  distribution  {json.dumps(plan.distribution) if plan.distribution else 'none (SDK default)'}",

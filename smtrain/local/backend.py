@@ -18,7 +18,6 @@ The job's record lives under ${SMTRAIN_HOME:-~/.smtrain}/local-jobs/<job>/ (see 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import shutil
 import signal
@@ -150,8 +149,11 @@ class LocalBackend:
             raise self._taken(name)
         body = render_local(request)
         hyperparameters = dict(body["HyperParameters"])
+        environment = dict(body.get("Environment") or {})
         if cpu_replicas:
-            hyperparameters["cpu_replicas"] = json.dumps(cpu_replicas)
+            # An environment variable, not a hyperparameter: an own script's arguments are its own (its
+            # argparse may refuse any other), and smtrain_tf reads SMTRAIN_<NAME> for every program.
+            environment["SMTRAIN_CPU_REPLICAS"] = str(cpu_replicas)
         base_python = python or sys.executable
         has_requirements = any(f.path == REQUIREMENTS for f in request.bundle.files)
         if python is not None:
@@ -161,7 +163,7 @@ class LocalBackend:
         output = self._open_job(request, body, stream)
         started = time.monotonic()
         try:
-            outcome, layouts = self._run(request, body, hyperparameters, base_python, output, grace)
+            outcome, layouts = self._run(request, body, hyperparameters, environment, base_python, output, grace)
         except _JobFailed as exc:
             outcome, layouts = Outcome("Failed", "Failed", reason="prepare"), {}
             self.store.update(name, failure_reason=mask_text(str(exc))[:FAILURE_REASON_MAX])
@@ -248,8 +250,9 @@ class LocalBackend:
             "exit_code": None, "failed_host": None,
         }
 
-    def _run(self, request: Request, body: dict[str, Any], hyperparameters: dict[str, str], base_python: str,
-             output: Output, grace: float) -> tuple[Outcome, dict[str, HostLayout]]:
+    def _run(self, request: Request, body: dict[str, Any], hyperparameters: dict[str, str],
+             environment: dict[str, str], base_python: str, output: Output,
+             grace: float) -> tuple[Outcome, dict[str, HostLayout]]:
         from smtrain.local.channels import ChannelSource, prepare_channels
         from smtrain.local.hosts import lay_out, write_bundle
         from smtrain.local.job_env import RequirementsError, install_requirements
@@ -267,7 +270,7 @@ class LocalBackend:
         bundle = Path(request.source_uri) if not request.source_uri.startswith("s3://") \
             else job_dir / "sourcedir.tar.gz"
         write_bundle(request.bundle.data, bundle)
-        hosts = lay_out(name, plan.region, body, hyperparameters, job_dir / "hosts", bundle)
+        hosts = lay_out(name, plan.region, body, hyperparameters, job_dir / "hosts", bundle, environment=environment)
         first = hosts.names[0]
 
         self.store.update(name, secondary_status="Downloading")

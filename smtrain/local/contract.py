@@ -42,8 +42,9 @@ _DISTRIBUTION_FLAGS = (
     "sagemaker_multi_worker_mirrored_strategy_enabled",
 )
 CONTAINER_BASE = "/opt/ml"
-# Variables of this machine's environment that would tell a host process about some other job.
-_SCRUBBED_PREFIXES = ("SM_", "SAGEMAKER_", "OMPI_", "PMI_", "PMIX_")
+# Variables of this machine's environment that would tell a host process about some other job, or
+# set smtrain_tf's settings (SMTRAIN_<NAME>) that on SageMaker come from the request's Environment alone.
+_SCRUBBED_PREFIXES = ("SM_", "SAGEMAKER_", "OMPI_", "PMI_", "PMIX_", "SMTRAIN_")
 _SCRUBBED_NAMES = frozenset({"TF_CONFIG", "TRAINING_JOB_NAME", "TRAINING_JOB_ARN", "CURRENT_HOST"})
 
 

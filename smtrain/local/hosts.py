@@ -91,8 +91,10 @@ def unpack(bundle: Path, target: Path) -> None:
 
 
 def lay_out(job_name: str, region: str | None, request: Mapping[str, Any], hyperparameters: Mapping[str, str],
-            hosts_dir: Path, bundle: Path, machine: Machine | None = None) -> Hosts:
-    """Create every host's directory from the rendered `request`, with `hyperparameters` as the job's."""
+            hosts_dir: Path, bundle: Path, machine: Machine | None = None,
+            environment: Mapping[str, str] | None = None) -> Hosts:
+    """Create every host's directory from the rendered `request`, with `hyperparameters` as the job's and
+    `environment` as the container's (default: the request's Environment)."""
     names = launch.host_names(request["ResourceConfig"]["InstanceCount"])
     instance_type = request["ResourceConfig"]["InstanceType"]
     channels = input_data_config(request)
@@ -105,5 +107,6 @@ def lay_out(job_name: str, region: str | None, request: Mapping[str, Any], hyper
         resources[host] = resource_config(names, host, instance_type, NETWORK_INTERFACE)
         write_config_files(layout, hps[host], resources[host], channels)
     return Hosts(job_name=job_name, region=region, layouts=layouts, hyperparameters=hps, resources=resources,
-                 channels=channels, container_env=dict(request.get("Environment") or {}),
+                 channels=channels,
+                 container_env=dict(request.get("Environment") or {} if environment is None else environment),
                  machine=machine or Machine.here())

@@ -5,12 +5,20 @@
     entrypoint_rules.py  what the bundled entrypoint needs (TF/Python range, a train channel, a model
                      it knows or a hook that exists, File/FastFile input), hyperparameter typos
     tf_versions.py   the SDK's TensorFlow image table, read as JSON without importing the SDK
+    program.py       the program a job runs (bundled, own script, wrapped) and what reaches it: its
+                     hyperparameters, smtrain's SMTRAIN_* variables, warnings for training fields it never gets
     launch.py        per-host launch preview: TF_CONFIG and the mpirun line as the toolkits build them
-    build.py         Plan and build_plan(): instance, replicas, batch and learning-rate maths, cost
+    build.py         Plan and build_plan(): instance, replicas, batch and learning-rate maths (gradient
+                     accumulation included), what a wrap does, environment, cost
     request_preview.py  the CreateTrainingJob request a Plan leads to, as the SDK renders it, without the SDK
     service_model.py    botocore's model of CreateTrainingJob (read as a file): every limit checked on a request
     java_regex.py    AWS's Java patterns translated for Python's re (Unicode categories, nested classes, Java's `.` and `$`)
     request_limits.py   a request's limit violations at the spec fields behind them; what is --local only
+    preflight.py     the scan of an own script's code (ast only): which files, the job's context, findings
+    preflight_rules.py  its rules on APIs TensorFlow removed, strategies, Keras 3's fit, CUDA_VISIBLE_DEVICES,
+                     argparse against the hyperparameters
+    preflight_io.py  its rules on local paths and on the model saved by every worker
+    preflight_names.py  what a name in a script stands for, through its imports
 
 May import: spec, the shared modules, and three plain-Python modules of the bundled entrypoint
 (smtrain_tf.scaling, .contract.hyperparameters, .models.names: one copy of the batch and

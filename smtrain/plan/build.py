@@ -1,4 +1,5 @@
-"""Spec -> Plan: every decision made (instance, strategy, replicas, batch, learning rate, cost), nothing sent."""
+"""Spec -> Plan: every decision made (program, instance, strategy, replicas, batch, learning rate, environment,
+cost), nothing sent."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from typing import Any
 # The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
-from smtrain.plan import distribution, entrypoint_rules, launch
+from smtrain.plan import distribution, entrypoint_rules, launch, program
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
 from smtrain.plan.request_limits import preview_problems
-from smtrain.plan.request_preview import BUNDLED_ENTRY_POINT
-from smtrain.plan.tf_versions import default_py_version, tf_py_versions
+from smtrain.plan.tf_versions import default_py_version, image_regions, tf_py_versions
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.problems import Problem, SpecError
 from smtrain.spec.yaml_source import SourceMap
@@ -36,6 +36,21 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class Wrap:
+    """What smtrain_wrap.py does to a script that runs unchanged (code.wrap)."""
+
+    script: str
+    batch: str  # per_replica: the script's batch_size is one replica's; global: kept as written
+    batch_factor: int  # the script's batch_size is multiplied by this
+    lr_scaling: str | None  # None: the compiled learning rate is left alone (the spec names no rule)
+    lr_factor: float  # the compiled learning rate is multiplied by this
+
+    def summary(self) -> dict[str, Any]:
+        return {"script": self.script, "batch": self.batch, "batch_factor": self.batch_factor,
+                "lr_scaling": self.lr_scaling, "lr_factor": self.lr_factor}
+
+
+@dataclass(frozen=True)
 class Plan:
     spec: Spec
     base_dir: Path  # relative paths of the spec (code.source_dir) are resolved against it
@@ -47,24 +62,46 @@ class Plan:
     strategy_reason: str
     processes_per_host: int
     replicas: int
-    batch_per_replica: int
-    global_batch: int
-    learning_rate: float
-    scaled_learning_rate: float
+    # The batch and learning-rate maths: the bundled entrypoint's only (None for an own script, which
+    # decides its own batch; a wrapped one's rules are in `wrap`).
+    batch_per_replica: int | None
+    global_batch: int | None  # one step over every replica
+    gradient_accumulation_steps: int | None  # set in the spec: micro-batches per optimizer step
+    effective_batch: int | None  # per optimizer step: global_batch x accumulated steps
+    learning_rate: float | None
+    scaled_learning_rate: float | None  # scaled on the effective batch
     framework_version: str | None
     py_version: str | None
     image_uri: str | None
     distribution: dict[str, Any] | None
-    entry_point: str
+    entry_point: str  # the program SageMaker starts (sagemaker_program)
     hyperparameters: dict[str, Any]
     launch: list[launch.HostLaunch]
     cost: Cost
+    kind: str = program.BUNDLED  # the program: bundled | own | wrapped (smtrain.plan.program)
+    script: str | None = None  # the user's own script (code.entry_point), wrapped or not
+    wrap: Wrap | None = None
+    strategy_told: str | None = None  # own scripts: what the container tells the script's strategy
+    # The request's Environment: the spec's, then the SMTRAIN_* variables smtrain adds.
+    environment: dict[str, str] = field(default_factory=dict)
     warnings: list[Problem] = field(default_factory=list)
     # Where the spec's fields sit in its file: later checks (the rendered request's) report there too.
     source: SourceMap | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def smtrain_environment(self) -> dict[str, str]:
+        """The variables smtrain adds to the spec's environment (a spec never sets one of them itself)."""
+        return {k: v for k, v in self.environment.items() if k not in self.spec.environment}
+
     def summary(self) -> dict[str, Any]:
         """The plan as stable, documented keys (`smtrain plan --output json`)."""
+        t = self.spec.training
+        batch = None if self.batch_per_replica is None else {
+            "per_replica": self.batch_per_replica, "global": self.global_batch,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps, "effective": self.effective_batch}
+        rate = None if self.learning_rate is None else {
+            "base": self.learning_rate, "scaling": t.lr_scaling, "scaled": self.scaled_learning_rate,
+            "warmup_epochs": t.warmup_epochs}
         return {
             "name": self.spec.name,
             "region": self.region,
@@ -77,13 +114,14 @@ class Plan:
             "strategy": {"name": self.strategy, "reason": self.strategy_reason,
                          "processes_per_host": self.processes_per_host, "sdk_distribution": self.distribution},
             "replicas": self.replicas,
-            "batch": {"per_replica": self.batch_per_replica, "global": self.global_batch},
-            "learning_rate": {"base": self.learning_rate, "scaling": self.spec.training.lr_scaling,
-                              "scaled": self.scaled_learning_rate,
-                              "warmup_epochs": self.spec.training.warmup_epochs},
+            "batch": batch,
+            "learning_rate": rate,
             "tensorflow": {"version": self.framework_version, "python": self.py_version,
                            "image_uri": self.image_uri},
             "entry_point": self.entry_point,
+            "program": {"kind": self.kind, "script": self.script, "strategy_told": self.strategy_told,
+                        "environment": self.smtrain_environment},
+            "wrap": self.wrap.summary() if self.wrap else None,
             "hyperparameters": self.hyperparameters,
             "launch": [{"host": h.host, "tf_config": h.tf_config, "command": h.command, "note": h.note,
                         "ps_tf_config": h.ps_tf_config} for h in self.launch],
@@ -96,6 +134,40 @@ class Plan:
                          "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate},
             "warnings": [w.render() for w in self.warnings],
         }
+
+
+@dataclass(frozen=True)
+class _Maths:
+    """The bundled entrypoint's batch and learning rate, all None for an own script."""
+
+    batch_per_replica: int | None = None
+    global_batch: int | None = None
+    gradient_accumulation_steps: int | None = None
+    effective_batch: int | None = None
+    learning_rate: float | None = None
+    scaled_learning_rate: float | None = None
+
+
+def _maths(spec: Spec, replicas: int) -> _Maths:
+    if program.kind(spec) != program.BUNDLED:
+        return _Maths()
+    t = spec.training
+    steps = t.gradient_accumulation_steps
+    # An accumulated step is one optimizer step over `steps` micro-batches: the rate follows its batch.
+    units = replicas * (steps or 1)
+    return _Maths(t.batch_size_per_replica, global_batch_size(t.batch_size_per_replica, replicas), steps,
+                  global_batch_size(t.batch_size_per_replica, units), t.learning_rate,
+                  scaled_learning_rate(t.learning_rate, t.lr_scaling, units))
+
+
+def _wrap(spec: Spec, replicas: int) -> Wrap | None:
+    if program.kind(spec) != program.WRAPPED:
+        return None
+    t, code = spec.training, spec.code
+    # The wrap rescales the compiled rate for the replicas (smtrain_tf/wrap/learning_rate.py), only on request.
+    rule = t.lr_scaling if "lr_scaling" in t.model_fields_set else None
+    return Wrap(code.entry_point or "", code.wrap_batch, replicas if code.wrap_batch == "per_replica" else 1,
+                rule, scaled_learning_rate(1.0, rule, replicas) if rule else 1.0)
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -127,19 +199,16 @@ def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None
                                        "to use another image"))
         return tf.version, tf.python
     known = table[tf.version]
+    regions = image_regions(tf.version)
+    if loaded.region and regions and loaded.region not in regions:
+        where = ("region",) if loaded.spec.region else ("tensorflow", "version")
+        problems.append(loaded.problem(where, f"the SageMaker SDK has no TensorFlow {tf.version} training image in "
+                                              f"{loaded.region} (it has them in {', '.join(regions)}); give "
+                                              "tensorflow.image_uri to use another image"))
     if tf.python and tf.python not in known:
         problems.append(loaded.problem(("tensorflow", "python"), f"TensorFlow {tf.version} images exist for "
                                        f"{', '.join(known)}, not {tf.python}"))
     return tf.version, tf.python or default_py_version(tf.version)
-
-
-def hyperparameters(spec: Spec) -> dict[str, Any]:
-    """What the entry point receives: the training fields that are set, then the extra pass-through ones."""
-    # A whole number goes as one (`warmup_epochs: 5` is sent as "5", not "5.0", as the user wrote it).
-    values = {k: int(v) if isinstance(v, float) and v.is_integer() else v
-              for k, v in spec.training.model_dump().items() if v is not None}
-    values.update(spec.hyperparameters)
-    return values
 
 
 def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
@@ -170,19 +239,23 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         errors, notes = entrypoint_rules.check(loaded, framework_version, py_version)
         problems += errors
         warnings += notes
+    warnings += program.unused_training_fields(loaded)
+    environment, clashes = program.environment(loaded)
+    problems += clashes
     if problems:
         raise SpecError(problems)
 
     processes = distribution.processes_per_host(strategy, spec.distribution.processes_per_host, instance.gpus)
     replicas = distribution.replicas(strategy, spec.compute.nodes, instance.gpus, processes)
-    t = spec.training
-    hps = hyperparameters(spec)
-    entry_point = spec.code.entry_point or BUNDLED_ENTRY_POINT
+    kind = program.kind(spec)
+    hps = program.hyperparameters(spec)
+    entry_point = program.entry_point(spec)
     hosts = launch.host_names(spec.compute.nodes)
     price = catalog.price(instance, region)
     per_hour = price.per_hour * spec.compute.nodes
     hours = spec.compute.max_run / 3600
     spot_hour = per_hour * (1 - catalog.spot_discount_estimate) if spec.compute.spot else None
+    maths = _maths(spec, replicas)
     plan = Plan(
         spec=spec,
         base_dir=loaded.base_dir,
@@ -194,10 +267,12 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         strategy_reason=strategy_reason,
         processes_per_host=processes,
         replicas=replicas,
-        batch_per_replica=t.batch_size_per_replica,
-        global_batch=global_batch_size(t.batch_size_per_replica, replicas),
-        learning_rate=t.learning_rate,
-        scaled_learning_rate=scaled_learning_rate(t.learning_rate, t.lr_scaling, replicas),
+        batch_per_replica=maths.batch_per_replica,
+        global_batch=maths.global_batch,
+        gradient_accumulation_steps=maths.gradient_accumulation_steps,
+        effective_batch=maths.effective_batch,
+        learning_rate=maths.learning_rate,
+        scaled_learning_rate=maths.scaled_learning_rate,
         framework_version=framework_version,
         py_version=py_version,
         image_uri=spec.tensorflow.image_uri,
@@ -209,6 +284,11 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         cost=Cost(per_hour, per_hour * hours, spot_hour, spot_hour * hours if spot_hour is not None else None,
                   catalog.price_source, catalog.price_date, price.region, price.region_note, price.note,
                   price.is_estimate),
+        kind=kind,
+        script=spec.code.entry_point,
+        wrap=_wrap(spec, replicas),
+        strategy_told=program.strategy_told(kind, strategy, spec.compute.nodes, instance.gpus, processes),
+        environment=environment,
         warnings=warnings,
         source=loaded.source,
     )

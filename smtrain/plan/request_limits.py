@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from smtrain.plan.program import field_of_variable
 from smtrain.plan.request_preview import PlanLike, preview_request
 from smtrain.plan.service_model import OPERATION, Violation, check_request
 from smtrain.spec.model import Spec, TrainingSpec
@@ -78,10 +79,10 @@ def _longest(table: Mapping[tuple[str, ...], Path_], path: Path_) -> tuple[Path_
 
 
 def _hyperparameter_field(name: str, spec: Spec) -> Path_:
+    if name in spec.hyperparameters:  # first: an own script may take a training field's name (epochs)
+        return ("hyperparameters", name)
     if name in TrainingSpec.model_fields:
         return ("training", name)
-    if name in spec.hyperparameters:
-        return ("hyperparameters", name)
     if name in _SDK_HYPERPARAMETERS:
         return _SDK_HYPERPARAMETERS[name]
     return ("distribution", "strategy") if name.startswith("sagemaker_") else ("hyperparameters",)
@@ -93,7 +94,7 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
     if len(path) >= 2 and head == "HyperParameters":
         return _hyperparameter_field(str(path[1]), spec)
     if len(path) >= 2 and head == "Environment":
-        return ("environment", str(path[1]))
+        return field_of_variable(spec, str(path[1]))
     if len(path) >= 2 and head == "Tags" and isinstance(path[1], int):
         tags = request.get("Tags") or []
         key = tags[path[1]].get("Key") if path[1] < len(tags) and isinstance(tags[path[1]], Mapping) else None

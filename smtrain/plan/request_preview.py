@@ -2,9 +2,9 @@
 
 It holds every field the spec decides, as the SDK (v2, through smtrain.sagemaker) renders it:
 the hyperparameters JSON-encoded, with the sagemaker_* ones the SDK adds for the strategy; the
-environment, tags, resources, stopping condition, output, checkpoints, channels (with the code
-channel the SDK adds under network isolation), VPC, image, role, the Enable* flags and the metric
-definitions. It leaves out what the SDK alone decides and the
+environment (the spec's and smtrain's SMTRAIN_* variables: Plan.environment), tags, resources,
+stopping condition, output, checkpoints, channels (with the code channel the SDK adds under network
+isolation), VPC, image, role, the Enable* flags and the metric definitions. It leaves out what the SDK alone decides and the
 spec cannot break (its own image URI, ProfilerConfig, EnableSageMakerMetricsTimeSeries). Two
 values exist only at submit time: the job name's time and suffix and the bundle's sha256; the
 preview puts templates of the same length in their place. A test holds the preview equal to the
@@ -23,8 +23,6 @@ from smtrain.plan.catalog import InstanceType
 from smtrain.spec.model import ComputeSpec, Spec
 from smtrain.spec.yaml_source import SourceMap
 
-# The program SageMaker runs unless code.entry_point names another (build_plan's default).
-BUNDLED_ENTRY_POINT = "smtrain_entry.py"
 # new_job_name() (smtrain.bundle.request) adds "-<UTC yyyymmdd-HHMMSS>-<4 hex>" to the spec's name.
 JOB_NAME_SUFFIX = "-yyyymmdd-HHMMSS-xxxx"
 # The bundle's key: <output>/source/<sha256>/sourcedir.tar.gz (smtrain.bundle.build.s3_key_for).
@@ -52,6 +50,7 @@ class PlanLike(Protocol):
     entry_point: str
     distribution: dict[str, Any] | None
     hyperparameters: dict[str, Any]
+    environment: dict[str, str]  # the container's: the spec's, then smtrain's SMTRAIN_* variables
     source: SourceMap | None  # positions of the spec's fields, for messages
 
 
@@ -77,7 +76,11 @@ def max_wait_seconds(compute: ComputeSpec) -> int | None:
 
 @functools.lru_cache(maxsize=1)
 def metric_definitions() -> tuple[dict[str, str], ...]:
-    """The MetricDefinitions of the bundled entrypoint (its package ships them as JSON)."""
+    """The MetricDefinitions of every job (smtrain_tf ships them as JSON).
+
+    The bundled entrypoint, smtrain_tf.fit and a wrapped script's fit print the lines they read; a
+    script that prints none of them costs nothing, as its job simply has no metrics.
+    """
     text = importlib.resources.files("smtrain_tf").joinpath("metric_definitions.json").read_text(encoding="utf-8")
     return tuple(json.loads(text))
 
@@ -145,8 +148,7 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
     algorithm: dict[str, Any] = {"TrainingInputMode": _INPUT_MODE}
     if plan.image_uri:
         algorithm["TrainingImage"] = plan.image_uri
-    if plan.entry_point == BUNDLED_ENTRY_POINT:
-        algorithm["MetricDefinitions"] = [dict(m) for m in metric_definitions()]
+    algorithm["MetricDefinitions"] = [dict(m) for m in metric_definitions()]
     resources: dict[str, Any] = {"InstanceType": plan.instance.name, "InstanceCount": plan.nodes,
                                  "VolumeSizeInGB": volume_size_gb(c)}
     if c.keep_alive:
@@ -179,8 +181,8 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
         request["EnableNetworkIsolation"] = True
     if spec.network.encrypt_inter_container_traffic:
         request["EnableInterContainerTrafficEncryption"] = True
-    if spec.environment:
-        request["Environment"] = dict(spec.environment)
+    if plan.environment:
+        request["Environment"] = dict(plan.environment)
     if spec.tags:
         request["Tags"] = [{"Key": k, "Value": str(v)} for k, v in spec.tags.items()]
     return request

@@ -68,3 +68,10 @@ def default_py_version(framework_version: str) -> str | None:
     """The newest Python version the SDK ships for `framework_version`, or None if unknown."""
     pys = _tf_py_versions_cached().get(framework_version)
     return max(pys, key=_py_key) if pys else None
+
+
+def image_regions(framework_version: str) -> list[str]:
+    """The regions the SDK has a TensorFlow `framework_version` training image in (it refuses any other)."""
+    table = _tf_training_table()
+    full = table.get("version_aliases", {}).get(framework_version, framework_version)
+    return sorted(table["versions"].get(full, {}).get("registries", {}))

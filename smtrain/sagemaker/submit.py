@@ -11,7 +11,7 @@ from smtrain import exit_codes
 from smtrain.bundle.request import Request, make_request
 from smtrain.errors import UserError
 from smtrain.jobs import reattach_command
-from smtrain.plan.build import BUNDLED_ENTRY_POINT, Plan
+from smtrain.plan.build import Plan
 from smtrain.plan.request_limits import request_problems
 from smtrain.plan.request_preview import CHECKPOINT_LOCAL_PATH, max_wait_seconds, metric_definitions, volume_size_gb
 from smtrain.sagemaker.upload import UploadResult, upload_bundle
@@ -50,9 +50,9 @@ def estimator_spec(request: Request) -> Any:
         security_group_ids=spec.network.security_groups,
         network_isolation=spec.network.isolation,
         encrypt_inter_container_traffic=spec.network.encrypt_inter_container_traffic,
-        environment=dict(spec.environment),
+        environment=dict(plan.environment),  # the spec's, then smtrain's SMTRAIN_* variables
         tags=dict(spec.tags),
-        metric_definitions=metric_definitions() if plan.entry_point == BUNDLED_ENTRY_POINT else (),
+        metric_definitions=metric_definitions(),
         inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution}
                 for name, ch in spec.inputs.items()},
     )

@@ -10,6 +10,8 @@
     schema.py       the JSON Schema for editors (`smtrain schema`): the loader's rules and ${VAR} forms
     problems.py     Problem / SpecError: what is wrong, where (file:line:column and dotted field)
     units.py        sizes (GB, GiB), durations (90m, 6h, 1d), --since values
+    script_args.py  the options a script's argparse declares and how it parses, read with ast
+    starter.py      `smtrain init`: a commented starting spec for an existing script
 
 May import: the shared modules (smtrain.errors, exit_codes, aws_config; redact, to register the spec's
 secrets as soon as it is read). Nothing else of smtrain.

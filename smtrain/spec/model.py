@@ -93,6 +93,8 @@ class ComputeSpec(_Model):
     max_wait: duration(1, MAX_RUN_LIMIT) | None = Field(
         None, description="spot only: MaxWaitTimeInSeconds, >= max_run; default 2 x max_run")
     keep_alive: duration() = Field(0, description="warm-pool keep-alive period")
+    allow_cpu: Flag = Field(False, description="let a job on a GPU instance run when TensorFlow sees no GPU "
+                            "(by default it fails at once, naming the likely cause)")
 
 
 class DistributionSpec(_Model):
@@ -120,6 +122,9 @@ class TrainingSpec(_Model):
     data: Literal["channels", "synthetic"] = "channels"
     data_format: Literal["auto", "npz", "tfrecord", "csv"] = "auto"
     seed: whole(0) | None = None
+    gradient_accumulation_steps: whole(1) | None = Field(
+        None, description="average the gradients of N micro-batches per optimizer step: effective batch = "
+        "batch_size_per_replica x replicas x N (own scripts: smtrain_tf.fit and wrapped scripts)")
 
 
 class ChannelSpec(_Model):
@@ -131,6 +136,11 @@ class ChannelSpec(_Model):
 class CodeSpec(_Model):
     source_dir: Line | None = Field(None, description="your code, relative to this file")
     entry_point: Line | None = Field(None, description="a script in source_dir; default: the bundled entrypoint")
+    wrap: Flag = Field(False, description="run entry_point unchanged inside the strategy smtrain picks "
+                       "(Mirrored, MultiWorkerMirrored); its model.fit goes through smtrain's loop where Keras needs it")
+    wrap_batch: Literal["per_replica", "global"] = Field(
+        "per_replica", description="with wrap: per_replica multiplies the script's batch_size by the replicas "
+        "(each GPU does the work it did alone); global keeps it as written")
     requirements: Line | None = Field(None, description="requirements file, relative to source_dir")
     use_gitignore: Flag = Field(True, description="leave out what .gitignore ignores")
     allow_secrets: tuple[Line, ...] = Field((), description="gitignore-style patterns of secret-looking files to allow")
@@ -311,10 +321,13 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     if bool(spec.network.subnets) != bool(spec.network.security_groups):
         out.append(loaded.problem(("network",), "give both subnets and security_groups (a VPC needs both), "
                                   "or neither"))
-    clash = sorted(set(spec.hyperparameters) & set(TrainingSpec.model_fields))
-    for key in clash:
-        out.append(loaded.problem(("hyperparameters", key), f"'{key}' is a training field: set training.{key}"))
     code = spec.code
+    if code.entry_point is None:
+        # Only the bundled entrypoint reads training:; an own script takes any name (epochs included).
+        clash = sorted(set(spec.hyperparameters) & set(TrainingSpec.model_fields))
+        for key in clash:
+            out.append(loaded.problem(("hyperparameters", key), f"'{key}' is a training field: set training.{key}"))
+    out += _wrap_problems(loaded)
     if code.source_dir is not None:
         src = loaded.path(code.source_dir)
         if not src.is_dir():
@@ -330,6 +343,28 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     if "/" not in spec.training.model and ":" in spec.training.model and code.source_dir is None:
         out.append(loaded.problem(("training", "model"), "a module:function model lives in your code: "
                                   "set code.source_dir"))
+    return out
+
+
+# Strategies whose script must be written for them (Horovod's optimizer, smddp's, a coordinator):
+# no wrap can supply that.
+NOT_WRAPPABLE = ("horovod", "smddp", "parameter_server")
+
+
+def _wrap_problems(loaded: LoadedSpec) -> list[Problem]:
+    spec, out = loaded.spec, []
+    code = spec.code
+    if code.wrap and code.entry_point is None:
+        out.append(loaded.problem(("code", "wrap"), "wrap runs your own script unchanged: set code.entry_point "
+                                  "(a script in code.source_dir)"))
+    if "wrap_batch" in code.model_fields_set and not code.wrap:
+        out.append(loaded.problem(("code", "wrap_batch"), "wrap_batch applies only to a wrapped script: "
+                                  "set code.wrap: true or remove wrap_batch"))
+    strategy = spec.distribution.strategy
+    if code.wrap and strategy in NOT_WRAPPABLE:
+        out.append(loaded.problem(("distribution", "strategy"), f"a wrapped script cannot run under {strategy}: "
+                                  "it needs code changes; use smtrain_tf.fit (see README \"Your own script\") "
+                                  "or multi_worker_mirrored/mirrored"))
     return out
 
 

@@ -64,17 +64,18 @@ def run(bin_dir: Path, *args: str, cwd: Path, env: dict[str, str] | None = None,
 def test_the_wheel_holds_the_bundled_entrypoint(installed: Path) -> None:
     (wheel,) = (installed.parent.parent / "dist").glob("smtrain-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"smtrain_entry.py", "smtrain_tf/__init__.py", "smtrain_tf/metric_definitions.json",
+    assert {"smtrain_entry.py", "smtrain_wrap.py", "smtrain_tf/__init__.py", "smtrain_tf/metric_definitions.json",
             "smtrain/plan/data/instances.yaml"} <= names
     assert not any(n.startswith(("tests/", "entrypoints/")) for n in names)
 
 
 def test_installed_smtrain_imports_from_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
     where = subprocess.run([str(installed / "python"), "-c",
-                            "import smtrain, smtrain_tf, smtrain_entry; "
-                            "print(smtrain.__file__, smtrain_tf.__file__, smtrain_entry.__file__)"],
+                            "import importlib.util, smtrain, smtrain_tf, smtrain_entry; "
+                            "print(smtrain.__file__, smtrain_tf.__file__, smtrain_entry.__file__, "
+                            "importlib.util.find_spec('smtrain_wrap').origin)"],
                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
-    assert all(str(installed.parent) in path for path in where), where
+    assert len(where) == 4 and all(str(installed.parent) in path for path in where), where
 
 
 def test_validate_plan_and_dry_run_from_outside_the_repo(installed: Path, tmp_path: Path) -> None:
@@ -89,7 +90,8 @@ def test_validate_plan_and_dry_run_from_outside_the_repo(installed: Path, tmp_pa
     wheel_run, editable_run = json.loads(dry.stdout), json.loads(here.stdout)
     # The same bundle, byte for byte, whichever way smtrain was installed.
     assert wheel_run["upload"]["sha256"] == editable_run["upload"]["sha256"]
-    assert {f["path"] for f in wheel_run["upload"]["files"]} >= {"smtrain_entry.py", "smtrain_tf/__init__.py"}
+    assert {f["path"] for f in wheel_run["upload"]["files"]} >= {"smtrain_entry.py", "smtrain_wrap.py",
+                                                                  "smtrain_tf/__init__.py"}
     assert wheel_run["request"] == editable_run["request"]
 
 

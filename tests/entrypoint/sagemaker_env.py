@@ -25,7 +25,7 @@ ENTRYPOINT = REPO_ROOT / "entrypoints" / "smtrain_entry.py"
 PYTHON = sys.executable
 
 # Never hand the child this session's own cluster or SageMaker settings.
-_SCRUBBED_PREFIXES = ("SM_", "TF_CONFIG", "SAGEMAKER_", "OMPI_", "PMI_", "PMIX_")
+_SCRUBBED_PREFIXES = ("SM_", "TF_CONFIG", "SAGEMAKER_", "SMTRAIN_", "OMPI_", "PMI_", "PMIX_")
 
 
 

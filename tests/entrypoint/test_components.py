@@ -143,15 +143,15 @@ def test_synthetic_data_is_learnable_and_bounded(tf_modules) -> None:
 
 def test_tensorflow_errors_of_a_lost_peer_read_as_one_line(tf_modules) -> None:
     import tensorflow as tf
-    from smtrain_tf._main import _known_tensorflow_failure
     from smtrain_tf.contract.errors import PeerFailure, TrainingFailure
+    from smtrain_tf.contract.known_failures import recognise
 
     message = ("Graph execution error:\n\nDetected at node CollectiveReduceV2\n"
                "The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\n")
-    failure = _known_tensorflow_failure(tf.errors.UnavailableError(None, None, message))
+    failure = recognise(tf.errors.UnavailableError(None, None, message))
     assert isinstance(failure, PeerFailure)
     assert "unhealthy (stopped sending heartbeats): /job:worker/replica:0/task:1" in failure.reason
-    memory = _known_tensorflow_failure(tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"))
+    memory = recognise(tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"))
     assert isinstance(memory, TrainingFailure) and "lower batch_size_per_replica" in memory.reason
-    assert _known_tensorflow_failure(tf.errors.InvalidArgumentError(None, None, "shapes differ")) is None
-    assert _known_tensorflow_failure(ValueError("not TensorFlow's")) is None
+    assert recognise(tf.errors.InvalidArgumentError(None, None, "shapes differ")) is None
+    assert recognise(ValueError("not TensorFlow's")) is None

@@ -50,6 +50,38 @@ def test_arguments_win_over_sm_hps_which_wins_over_defaults() -> None:
     assert parsed["batch_size_per_replica"] == 64
 
 
+def test_the_environment_is_the_last_fallback_before_the_default() -> None:
+    env = {"SMTRAIN_EPOCHS": "5", "SMTRAIN_SEED": "9", "SMTRAIN_ALLOW_CPU": "true",
+           "SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "4", "SMTRAIN_OPTIMIZER": "sgd"}
+    parsed = hyperparameters.parse(["--epochs", "3"], json.dumps({"seed": 7}), env)
+    assert (parsed["epochs"], parsed["seed"], parsed["optimizer"]) == (3, 7, "sgd")
+    assert parsed["allow_cpu"] is True and parsed["gradient_accumulation_steps"] == 4
+    defaults = hyperparameters.parse([], None, {})
+    assert defaults["allow_cpu"] is False and defaults["gradient_accumulation_steps"] == 1
+    with pytest.raises(ConfigurationError, match=r"SMTRAIN_GRADIENT_ACCUMULATION_STEPS='0' \(hyperparameter "
+                                                 r"gradient_accumulation_steps\): must be >= 1"):
+        hyperparameters.parse([], None, {"SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "0"})
+    # Every row has its variable.
+    assert all(hyperparameters.env_name(row.name) == "SMTRAIN_" + row.name.upper() for row in hyperparameters.TABLE)
+
+
+def test_an_own_script_keeps_its_arguments_and_sm_hps_to_itself() -> None:
+    sm_hps = json.dumps({"epochs": 2, "optimizer": "rmsprop", "sagemaker_mpi_enabled": True, "layers": [3, 4]})
+    parsed = hyperparameters.parse(["--epochs", "2", "--seed", "abc", "--layers", "[3, 4]", "--flag"], sm_hps,
+                                   {"SMTRAIN_CPU_REPLICAS": "2"}, own_script=True)
+    assert (parsed["epochs"], parsed["seed"], parsed["optimizer"], parsed["cpu_replicas"]) == (10, 42, "adam", 2)
+    assert parsed.extras == {"epochs": 2, "optimizer": "rmsprop", "sagemaker_mpi_enabled": True, "layers": [3, 4],
+                             "seed": "abc", "flag": "true"}
+    assert parsed.unknown == ()
+
+
+def test_own_script_mode_still_reads_the_sagemaker_flags(tmp_path: Path) -> None:
+    env = _env(tmp_path, SM_HPS=json.dumps({"sagemaker_mpi_enabled": True, "strategy": "nonsense"}))
+    read = contract.read(["--strategy", "nonsense"], env, own_script=True)
+    assert read.flag(contract.MPI_FLAG) and read.hp("strategy") == "auto"
+    assert strategy_choice.decide(read, 1).kind == "horovod"
+
+
 def test_sagemaker_arguments_are_tolerated_and_kept_aside() -> None:
     parsed = hyperparameters.parse(["--model_dir", "s3://bucket/job/model", "--sagemaker_program", "x.py",
                                     "--epochs", "2", "--my_width=32"])

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.horovod_env import DOUBLES_DIR, horovod_python, mpirun_base, rank_output
+from tests.support.horovod_env import DOUBLES_DIR, horovod_python, rank_output, run_two_ranks
 
 from .conftest import ENTRYPOINTS
 from .sagemaker_env import make_host, metric_lines, parse_metrics
@@ -40,18 +38,7 @@ def hvd_python() -> Path:
 
 def _run_ranks(python: Path, host, extra_env: dict[str, str] | None = None) -> tuple[int, str]:
     env = {**host.env, **(extra_env or {})}
-    # mpirun's stream interleaves the ranks' output: each rank's also goes to its own files.
-    argv = mpirun_base(2, env=env) + ["--tag-output", "--output-filename", str(_ranks_dir(host)),
-                                      str(python), "-m", "mpi4py", str(ENTRY), *host.args]
-    proc = subprocess.Popen(argv, env=env, cwd=str(ENTRY.parent), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # a hung rank ignores SIGTERM
-        out, _ = proc.communicate()
-        raise AssertionError(f"mpirun did not finish in {TIMEOUT}s:\n{out[-4000:]}") from None
-    return proc.returncode, out
+    return run_two_ranks(python, ENTRY, host.args, env, _ranks_dir(host), TIMEOUT)
 
 
 def _ranks_dir(host) -> Path:

@@ -16,7 +16,7 @@ from .conftest import ENTRYPOINTS
 from .sagemaker_env import make_host
 
 PUBLIC = {"strategy", "global_batch_size", "scaled_learning_rate", "is_chief", "model_dir", "checkpoint_dir",
-          "channel", "hyperparameters"}
+          "channel", "hyperparameters", "fit", "save"}
 
 # Run in a fresh interpreter: this test session has imported TensorFlow long ago.
 LIGHT_IMPORT = """
@@ -75,7 +75,7 @@ def test_all_lists_exactly_the_public_functions() -> None:
 
 def _contract_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *argv: str) -> Path:
     for key in list(os.environ):
-        if key.startswith(("SM_", "SAGEMAKER_", "TF_CONFIG")):
+        if key.startswith(("SM_", "SAGEMAKER_", "TF_CONFIG", "SMTRAIN_")):
             monkeypatch.delenv(key)
     train = tmp_path / "data" / "train"
     train.mkdir(parents=True)
@@ -83,24 +83,33 @@ def _contract_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *argv: str) -
     monkeypatch.setenv("SM_MODEL_DIR", str(tmp_path / "model"))
     monkeypatch.setenv("SM_CHANNELS", json.dumps(["train"]))
     monkeypatch.setenv("SM_CHANNEL_TRAIN", str(train))
-    monkeypatch.setenv("SM_HPS", json.dumps({"epochs": 7, "width": 32}))
+    monkeypatch.setenv("SM_HPS", json.dumps({"epochs": 7, "width": 32, "layers": [64, 32], "dropout": 0.5,
+                                             "sagemaker_program": "train.py", "sagemaker_mpi_enabled": False}))
     monkeypatch.setattr(sys, "argv", ["train.py", *argv])
     return train
 
 
-def test_contract_functions_answer_as_the_entrypoint_reads_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    train = _contract_env(monkeypatch, tmp_path, "--epochs", "3", "--lr_scaling", "sqrt", "--model_dir", "s3://b/m")
+def test_contract_functions_answer_for_the_users_own_script(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The toolkit passes SM_HPS again as arguments (str() of each); the script's own may differ.
+    train = _contract_env(monkeypatch, tmp_path, "--epochs", "3", "--width", "32", "--dropout", "0.5",
+                          "--layers", "[64, 32]", "--optimizer", "rmsprop", "--seed", "abc", "--model_dir", "s3://b/m",
+                          "--sagemaker_program", "train.py")
     assert smtrain_tf.model_dir() == str(tmp_path / "model")
     assert smtrain_tf.checkpoint_dir() == str(tmp_path / "ml" / "checkpoints")
     assert smtrain_tf.channel("train") == str(train)
     with pytest.raises(DataError, match=r"no 'validation' channel \(channels given: train\)"):
         smtrain_tf.channel("validation")
+    # The user's hyperparameters only: SM_HPS's JSON types where the argument says the same, the
+    # argument (a string) where it differs, no sagemaker_* keys; smtrain's table is not in it.
+    assert smtrain_tf.hyperparameters() == {"epochs": "3", "width": 32, "dropout": 0.5, "layers": [64, 32],
+                                            "optimizer": "rmsprop", "seed": "abc", "model_dir": "s3://b/m"}
     hps = smtrain_tf.hyperparameters()
-    assert (hps["epochs"], hps["lr_scaling"], hps["batch_size_per_replica"]) == (3, "sqrt", 64)
-    assert (hps["width"], hps["model_dir"]) == ("32", "s3://b/m")
-    hps["epochs"] = 99
-    assert smtrain_tf.hyperparameters()["epochs"] == 3
-    monkeypatch.setattr(sys, "argv", ["train.py", "--checkpoint_dir", str(tmp_path / "ckpt")])
+    hps["width"] = 99
+    assert smtrain_tf.hyperparameters()["width"] == 32
+    # smtrain's settings reach an own script through the environment, never its arguments.
+    monkeypatch.setattr(sys, "argv", ["train.py", "--checkpoint_dir", str(tmp_path / "ignored")])
+    assert smtrain_tf.checkpoint_dir() == str(tmp_path / "ml" / "checkpoints")
+    monkeypatch.setenv("SMTRAIN_CHECKPOINT_DIR", str(tmp_path / "ckpt"))
     assert smtrain_tf.checkpoint_dir() == str(tmp_path / "ckpt")
 
 
@@ -126,9 +135,13 @@ print(type(strategy).__name__, strategy.num_replicas_in_sync, smtrain_tf.is_chie
 
 @pytest.mark.slow
 def test_strategy_is_the_one_the_entrypoint_builds(tmp_path: Path) -> None:
-    host = make_host(tmp_path, "algo-1", ["algo-1"], channels={}, hyperparameters={"cpu_replicas": 2})
-    out = _run(STRATEGY, host.env, tuple(host.args), timeout=240)
-    assert out.strip().splitlines()[-1] == "MirroredStrategy 2 True 64 True"
+    # The script's own hyperparameters, with names and values smtrain's table would refuse, change nothing.
+    host = make_host(tmp_path, "algo-1", ["algo-1"], channels={},
+                     hyperparameters={"optimizer": "rmsprop", "seed": "abc", "strategy": "mine"})
+    host.env["SMTRAIN_CPU_REPLICAS"] = "2"
+    out = _run(STRATEGY, host.env, tuple(host.args), timeout=240).strip().splitlines()
+    assert out[0] == "gpus: none seen by TensorFlow " + out[0].split()[5] + " (the job asked for 0)"
+    assert out[-1] == "MirroredStrategy 2 True 64 True"
 
 
 def test_each_output_line_is_one_write(monkeypatch: pytest.MonkeyPatch) -> None:

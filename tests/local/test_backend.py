@@ -99,7 +99,7 @@ def test_two_hosts_layout_config_files_environment_and_artifacts(tmp_path: Path)
         hps = json.loads((config / "hyperparameters.json").read_text())
         assert all(isinstance(v, str) for v in hps.values())  # JSON-encoded, as SageMaker writes them
         assert hps["sagemaker_multi_worker_mirrored_strategy_enabled"] == "true"
-        assert hps["sagemaker_program"] == '"standin.py"' and hps["cpu_replicas"] == "3"
+        assert hps["sagemaker_program"] == '"standin.py"' and "cpu_replicas" not in hps
         resources = json.loads((config / "resourceconfig.json").read_text())
         assert resources["current_host"] == host and resources["hosts"] == ["algo-1", "algo-2"]
         assert resources["current_instance_type"] == "ml.g5.xlarge" and resources["network_interface_name"] == "lo"
@@ -111,9 +111,10 @@ def test_two_hosts_layout_config_files_environment_and_artifacts(tmp_path: Path)
         assert env["SM_CURRENT_HOST"] == host and env["SM_NUM_GPUS"] == "0" and env["MY_SETTING"] == "on"
         assert env["SM_MODEL_DIR"] == str(base / "model") and env["SAGEMAKER_BASE_DIR"] == str(base)
         assert env["SM_CHANNEL_TRAIN"] == str(base / "input" / "data" / "train")
-        assert json.loads(env["SM_HPS"])["cpu_replicas"] == 3
+        # --cpu-replicas reaches smtrain_tf through the environment: an own script's arguments stay its own.
+        assert env["SMTRAIN_CPU_REPLICAS"] == "3" and "cpu_replicas" not in json.loads(env["SM_HPS"])
         assert dump["cwd"] == str(base / "code")
-        assert dump["argv"][dump["argv"].index("--cpu_replicas") + 1] == "3"
+        assert "--cpu_replicas" not in dump["argv"]
         tf = json.loads(env["TF_CONFIG"])
         assert tf["task"] == {"type": "worker", "index": index}
         tf_configs.append(tf)

@@ -17,7 +17,8 @@ from smtrain.local.demo_data import write_digits
 from tests.support.cli_runner import smtrain
 
 JOB_KEYS = set(JobInfo(name="x", backend="local", status="Completed").to_dict())
-SUBMIT_KEYS = {"job_name", "arn", "region", "status", "upload", "console_url", "logs_url", "commands", "job"}
+SUBMIT_KEYS = {"job_name", "arn", "region", "status", "upload", "console_url", "logs_url", "commands", "job",
+               "preflight"}
 
 
 @pytest.fixture

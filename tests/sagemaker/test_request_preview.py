@@ -3,6 +3,7 @@ same limits, same verdict, so that neither path can accept what the other refuse
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,15 @@ VARIED: dict[str, dict[str, Any]] = {
     "slashes": {"compute": {"instance_type": "ml.g5.xlarge"}, "output": "s3://my-bucket//a//b/"},
     "own_code": {"compute": {"instance_type": "ml.g5.xlarge"}, "code": {"source_dir": "src", "entry_point": "train.py"},
                  "inputs": {"stream": {"uri": "s3://my-bucket/stream", "mode": "Pipe"}}},
+    "own_code_settings": {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 2, "allow_cpu": True},
+                          "code": {"source_dir": "src", "entry_point": "train.py"},
+                          "training": {"epochs": 3, "gradient_accumulation_steps": 2},
+                          "hyperparameters": {"epochs": 2, "learning_rate": 0.1}, "environment": {"A": "1"}},
+    "wrapped": {"compute": {"instance_type": "ml.g5.12xlarge"},
+                "code": {"source_dir": "src", "entry_point": "train.py", "wrap": True, "wrap_batch": "global"},
+                "training": {"lr_scaling": "sqrt"}, "hyperparameters": {"epochs": 2}, "environment": {"A": "1"}},
+    "bundled_accumulating": {"compute": {"instance_type": "ml.g5.12xlarge", "allow_cpu": True},
+                             "training": {"gradient_accumulation_steps": 4}},
 }
 
 
@@ -125,6 +135,28 @@ def test_preview_is_the_sdk_request_for_varied_specs(name, tmp_path):
         assert {"CheckpointConfig", "VpcConfig", "Environment", "Tags", "InputDataConfig", "EnableManagedSpotTraining",
                 "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption"} <= set(preview)
         assert preview["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 1800
+
+
+def test_a_wrapped_job_through_the_sdk_runs_the_wrap_with_exactly_the_specs_hyperparameters(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 2},
+                                 "code": {"source_dir": "src", "entry_point": "train.py", "wrap": True},
+                                 "training": {"epochs": 5}, "hyperparameters": {"epochs": 2, "batch-size": 32},
+                                 "environment": {"NCCL_DEBUG": "WARN"}})
+    plan = build_plan(load_spec(spec, env={}), CATALOG)
+    request = make_request(plan, JOB)
+    rendered = render_request(submission.estimator_spec(request), JOB)
+    hps = {k: json.loads(v) for k, v in rendered["HyperParameters"].items()}
+    assert hps["sagemaker_program"] == "smtrain_wrap.py"
+    assert {k: v for k, v in hps.items() if not k.startswith("sagemaker_")} == {
+        "epochs": 2, "batch-size": 32, "model_dir": f"s3://my-bucket/out/{JOB}/model"}
+    assert rendered["Environment"] == {"NCCL_DEBUG": "WARN", "SMTRAIN_WRAP_SCRIPT": "train.py",
+                                       "SMTRAIN_WRAP_BATCH": "per_replica"}
+    assert rendered["AlgorithmSpecification"]["MetricDefinitions"]
+    # The bundle holds the wrap, its package and the user's script, all at its root.
+    assert {"smtrain_wrap.py", "smtrain_entry.py", "smtrain_tf/__init__.py", "train.py"} <= \
+        {f.path for f in request.bundle.files}
 
 
 def test_templates_have_the_length_of_what_submit_makes(tmp_path):

@@ -59,6 +59,9 @@ def schema_errors(text: str) -> list[str]:
 
 def loader_problems(tmp_path: Path, text: str) -> list[str]:
     (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    if not (tmp_path / "code").exists():  # the code configs/ examples name, relative to themselves
+        (tmp_path / "code").symlink_to(ROOT / "configs" / "code")
     path = tmp_path / "job.yaml"
     path.write_text(text, encoding="utf-8")
     try:
@@ -86,6 +89,9 @@ VALID = {
     "maps": "hyperparameters: {dropout: 0.5, name: x, on: true}\nenvironment: {A: 1, B: text, C: on}\n"
             "tags: {team: ml, cost-center: 42}\nnetwork: {subnets: [subnet-0abc1234], security_groups: [sg-0abc1234]}\n",
     "merge": "tags: &c {team: ml}\nenvironment:\n  <<: *c\n  B: x\n",
+    "own-script": "code: {source_dir: src, entry_point: train.py, wrap: on, wrap_batch: global}\n"
+                  "compute: {allow_cpu: true}\ntraining: {gradient_accumulation_steps: 4}\n"
+                  "hyperparameters: {epochs: 3, learning_rate: 0.1}\n",
 }
 
 
@@ -127,6 +133,8 @@ REFUSED = {
     "hyper-name": "hyperparameters: {sagemaker_program: x}", "subnet": "network: {subnets: [subnet-xyz]}",
     "unknown-key": "compute: {nods: 2}", "model-newline": 'training: {model: "mlp\\n"}',
     "hyper-list": "hyperparameters: {x: [1, 2]}", "missing-name": None,
+    "wrap-batch": "code: {wrap_batch: per_gpu}", "wrap-word": "code: {wrap: maybe}",
+    "allow-cpu-word": "compute: {allow_cpu: maybe}", "accumulation-zero": "training: {gradient_accumulation_steps: 0}",
 }
 
 
@@ -140,6 +148,10 @@ NOT_EXPRESSIBLE = {
     "cross-field: max_wait only with spot": "compute: {max_wait: 2h}",
     "cross-field: max_wait >= max_run": "compute: {spot: true, max_run: 6h, max_wait: 1h}\ncheckpoints: s3://my-bucket/c",
     "cross-field: a training field as a hyperparameter": "hyperparameters: {epochs: 3}",
+    "cross-field: wrap needs an entry point": "code: {source_dir: src, wrap: true}",
+    "cross-field: wrap_batch only with wrap": "code: {source_dir: src, entry_point: train.py, wrap_batch: global}",
+    "cross-field: no wrap under horovod": "code: {source_dir: src, entry_point: train.py, wrap: true}\n"
+                                          "distribution: {strategy: horovod}",
     "cross-field: subnets need security groups": "network: {subnets: [subnet-0abc1234]}",
     "files on disk": "code: {source_dir: missing}",
     "the range of a duration written as text": "compute: {max_run: 29d}",

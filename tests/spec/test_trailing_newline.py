@@ -56,6 +56,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "training.steps_per_execution": ({"training": {"steps_per_execution": "2<NL>"}}, None),
     "training.checkpoint_every_steps": ({"training": {"checkpoint_every_steps": "2<NL>"}}, None),
     "training.seed": ({"training": {"seed": "7<NL>"}}, None),
+    "training.gradient_accumulation_steps": ({"training": {"gradient_accumulation_steps": "4<NL>"}}, None),
     "code.source_dir": ({"code": {"source_dir": "src<NL>"}}, "code.source_dir"),
     "code.entry_point": ({"code": {"source_dir": "src", "entry_point": "train.py<NL>"}}, "code.entry_point"),
     "code.requirements": ({"code": {"source_dir": "src", "requirements": "req.txt<NL>"}}, "code.requirements"),

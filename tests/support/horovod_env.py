@@ -24,6 +24,8 @@ import os
 import pathlib
 import re
 import shutil
+import signal
+import subprocess
 from collections.abc import Iterable, Mapping
 
 from tests.support import ROOT
@@ -135,3 +137,24 @@ def rank_output(output_dir: os.PathLike[str] | str, rank: int, streams: Iterable
     [rank_dir] = pathlib.Path(output_dir).glob(f"*/rank.{rank}")  # <output_dir>/<job>/rank.<N>/
     text = "".join((rank_dir / s).read_text(errors="replace") for s in streams if (rank_dir / s).exists())
     return _TAG.sub("", text)
+
+
+def run_two_ranks(python: os.PathLike[str] | str, script: os.PathLike[str] | str, args: Iterable[str],
+                  env: Mapping[str, str], ranks_dir: os.PathLike[str] | str, timeout: float) -> tuple[int, str]:
+    """`mpirun -np 2 python -m mpi4py script args` (as SageMaker's toolkit starts ranks); (status, output).
+
+    mpirun's stream interleaves the ranks' output: each rank's also goes to its own files under
+    `ranks_dir` (read them with rank_output). A run past `timeout` is killed whole, since a hung
+    rank ignores SIGTERM, and fails the test with its output.
+    """
+    argv = mpirun_base(2, env=env) + ["--tag-output", "--output-filename", str(ranks_dir), str(python), "-m",
+                                      "mpi4py", str(script), *args]
+    proc = subprocess.Popen(argv, env=dict(env), cwd=str(pathlib.Path(script).parent), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise AssertionError(f"mpirun did not finish in {timeout}s:\n{out[-4000:]}") from None
+    return proc.returncode, out

@@ -122,10 +122,14 @@ def _under_mpi(environ: Mapping[str, str]) -> bool:
     return any(k in environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE"))
 
 
-def read(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None) -> Contract:
-    """Read and check the contract; raise ConfigurationError/DataError with a readable reason."""
+def read(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, own_script: bool = False) -> Contract:
+    """Read and check the contract; raise ConfigurationError/DataError with a readable reason.
+
+    own_script: the process runs a script of the user's own (smtrain_tf's public functions, the
+    wrap), whose arguments and SM_HPS are the user's; the table then comes from SMTRAIN_* only.
+    """
     env = dict(os.environ if environ is None else environ)
-    hps = hp_table.parse(argv, env.get("SM_HPS"))
+    hps = hp_table.parse(argv, env.get("SM_HPS"), env, own_script=own_script)
     base_dir = env.get("SAGEMAKER_BASE_DIR") or "/opt/ml"
     hosts = _json_env(env, "SM_HOSTS", list, None)
     current = env.get("SM_CURRENT_HOST")

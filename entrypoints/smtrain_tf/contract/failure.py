@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from typing import Mapping, Optional
 
@@ -38,3 +39,11 @@ def write_failure(reason: str, environ: Optional[Mapping[str, str]] = None) -> O
     except OSError:
         # Nowhere to write: stderr still carries the reason.
         return None
+
+
+def report(reason: str) -> str:
+    """Say the reason on stderr as `ERROR: ...` and write it to the failure file; return the line."""
+    line = one_line(reason)
+    print(f"ERROR: {line}", file=sys.stderr, flush=True)
+    write_failure(line)
+    return line

@@ -1,8 +1,13 @@
-"""The hyperparameter table and its parsing: `--name value` arguments first, SM_HPS as fallback.
+"""The hyperparameter table and its parsing: `--name value` arguments, SM_HPS, SMTRAIN_<NAME>, defaults.
 
 SageMaker's toolkit passes user hyperparameters as `--name value` (values through `str()`, so
 booleans arrive as `True`/`False`) and also as JSON in SM_HPS. It adds `--model_dir s3://...`
 and other values of its own, which are tolerated and kept aside.
+
+Every row may also come from the environment as SMTRAIN_<NAME> (SMTRAIN_EPOCHS, ...). For the
+bundled entrypoint an argument wins over SM_HPS, which wins over the environment. A script of the
+user's own (`own_script=True`) keeps its arguments and SM_HPS to itself: the table then comes from
+the environment alone, where smtrain puts its settings for such jobs.
 """
 
 from __future__ import annotations
@@ -126,17 +131,32 @@ TABLE: Tuple[Hyperparameter, ...] = (
     Hyperparameter("max_steps_per_epoch", _at_least(parse_int, 0), 0, "cap on steps per epoch (0: no cap)"),
     Hyperparameter("fail_on_nan", parse_bool, True, "stop when the loss is NaN or infinite"),
     Hyperparameter("log_every_steps", _at_least(parse_int, 0), 0, "progress line every N steps (0: epochs only)"),
+    Hyperparameter("allow_cpu", parse_bool, False, "train on the CPU when the job asked for GPUs and none is seen"),
+    Hyperparameter("gradient_accumulation_steps", _at_least(parse_int, 1), 1,
+                   "micro-batches whose gradients make one optimizer step"),
 )
+
+ENV_PREFIX = "SMTRAIN_"
 
 BY_NAME: Dict[str, Hyperparameter] = {hp.name: hp for hp in TABLE}
 
 
+def env_name(name: str) -> str:
+    """The environment variable that may carry hyperparameter `name`: SMTRAIN_<NAME>."""
+    return ENV_PREFIX + name.upper()
+
+
 @dataclass(frozen=True)
 class Parsed:
-    """Typed values of the table, plus everything else that arrived (for model hooks)."""
+    """Typed values of the table, plus everything else that arrived.
+
+    extras: for the bundled entrypoint, the names outside the table as strings (for model hooks);
+    for an own script, every hyperparameter the job was given (SM_HPS with its JSON types, then
+    arguments), since all of them are the user's.
+    """
 
     values: Dict[str, Any]
-    extras: Dict[str, str]
+    extras: Dict[str, Any]
     unknown: Tuple[str, ...]
 
     def __getitem__(self, name: str) -> Any:
@@ -182,8 +202,47 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
-def parse(argv: Sequence[str], sm_hps: Optional[str] = None) -> Parsed:
-    """Command-line values win over SM_HPS, which wins over the defaults."""
+_MISSING = object()
+
+
+def _typed(raw: Any, text: str) -> Any:
+    """An argument's value, with SM_HPS's JSON type when the toolkit's str() of it gives the same text."""
+    return raw if raw is not _MISSING and _as_text(raw) == text else text
+
+
+def _from_table(environ: Mapping[str, str], given: Mapping[str, Tuple[str, str]]) -> Dict[str, Any]:
+    """Typed values: `given` (name -> (text, source)) first, then SMTRAIN_<NAME>, then the default."""
+    values: Dict[str, Any] = {}
+    for hp in TABLE:
+        text, source = given.get(hp.name, (None, ""))
+        if text is None and environ.get(env_name(hp.name)) is not None:
+            text, source = environ[env_name(hp.name)], env_name(hp.name)
+        if text is None:
+            values[hp.name] = hp.default
+            continue
+        try:
+            values[hp.name] = hp.parse(text)
+        except ValueError as exc:
+            if source.startswith(ENV_PREFIX):
+                raise ConfigurationError(f"{source}={text!r} (hyperparameter {hp.name}): {exc}") from None
+            raise ConfigurationError(f"hyperparameter {hp.name}={text!r} ({source}): {exc}") from None
+    return values
+
+
+def parse(argv: Sequence[str], sm_hps: Optional[str] = None, environ: Optional[Mapping[str, str]] = None,
+          own_script: bool = False) -> Parsed:
+    """Command-line values win over SM_HPS, which wins over SMTRAIN_<NAME>, which wins over the defaults.
+
+    With own_script, arguments and SM_HPS are the user's: they only fill `extras`.
+    """
+    env = environ or {}
+    fallback = _sm_hps(sm_hps)
+    if own_script:
+        arguments = _split_unknown(list(argv))
+        extras: Dict[str, Any] = dict(fallback)
+        for name, text in arguments.items():
+            extras[name] = _typed(fallback.get(name, _MISSING), text)
+        return Parsed(values=_from_table(env, {}), extras=extras, unknown=())
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for hp in TABLE:
         parser.add_argument(f"--{hp.name}", dest=hp.name, default=None)
@@ -191,20 +250,13 @@ def parse(argv: Sequence[str], sm_hps: Optional[str] = None) -> Parsed:
         known, rest = parser.parse_known_args(list(argv))
     except SystemExit:
         raise ConfigurationError("could not read the command-line hyperparameters: " + " ".join(argv)) from None
-    fallback = _sm_hps(sm_hps)
-    values: Dict[str, Any] = {}
+    given: Dict[str, Tuple[str, str]] = {}
     for hp in TABLE:
-        text = getattr(known, hp.name)
-        source = "argument"
-        if text is None and hp.name in fallback:
-            text, source = _as_text(fallback[hp.name]), "SM_HPS"
-        if text is None:
-            values[hp.name] = hp.default
-            continue
-        try:
-            values[hp.name] = hp.parse(text)
-        except ValueError as exc:
-            raise ConfigurationError(f"hyperparameter {hp.name}={text!r} ({source}): {exc}") from None
+        if getattr(known, hp.name) is not None:
+            given[hp.name] = (getattr(known, hp.name), "argument")
+        elif hp.name in fallback:
+            given[hp.name] = (_as_text(fallback[hp.name]), "SM_HPS")
+    values = _from_table(env, given)
     extras = {k: _as_text(v) for k, v in fallback.items() if k not in BY_NAME}
     extras.update(_split_unknown(rest))
     unknown = tuple(sorted(k for k in extras if not k.startswith("sagemaker_") and k != "model_dir"))

@@ -1,4 +1,11 @@
 """Distribution: which strategy runs, devices, building the strategy, Horovod/smddp, parameter-server tasks.
 
-`choice` and `ps_servers` import no TensorFlow at module level; the others do.
+    choice.py           which strategy runs, from the contract alone
+    gpu_check.py        the `gpus: ...` line; a GPU job that sees no GPU stops, naming the likely cause
+    devices.py          device set-up before TensorFlow's first op
+    distribution.py     building the strategy and what differs between strategies
+    collective_libs.py  Horovod and smdistributed data parallel behind one face
+    ps_servers.py       parameter-server worker and ps tasks
+
+`choice`, `gpu_check` and `ps_servers` import no TensorFlow at module level; the others do.
 """

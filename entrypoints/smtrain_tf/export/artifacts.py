@@ -1,11 +1,14 @@
 """Model artifacts, written by the chief alone: a SavedModel at <model_dir>/1 and <model_dir>/model.keras.
 
 The trained weights are copied into a fresh, undistributed clone first, so the artifacts carry no
-device placement from training (parameter servers, mirrored replicas).
+device placement from training (parameter servers, mirrored replicas). The bundled entrypoint's
+models get a classification signature (probabilities and classes); a user's model
+(smtrain_tf.save) is exported as its Keras version exports it for serving.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -15,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..contract.log import say
-from ..training.keras_compat import keras, keras_file_kwargs
+from ..training.keras_compat import IS_KERAS3, keras, keras_file_kwargs
 
 SAVED_MODEL_VERSION = "1"  # TF Serving loads <model_dir>/<version>/
 KERAS_FILE = "model.keras"
@@ -65,6 +68,27 @@ def save_artifacts(model: Any, weights: List[np.ndarray], model_dir: str, input_
     tf.saved_model.save(root, tmp, signatures={"serving_default": root.serve})
     _replace_dir(tmp, saved_model)
     written.append(saved_model)
+    keras_path = _save_keras(clone, model_dir)
+    if keras_path:
+        written.append(keras_path)
+    return written
+
+
+def save_model(model: Any, weights: List[np.ndarray], model_dir: str) -> List[str]:
+    """A user's model: the SavedModel Keras exports for serving (`serving_default`), and model.keras."""
+    os.makedirs(model_dir, exist_ok=True)
+    clone = _clone(model, weights)
+    saved_model = os.path.join(model_dir, SAVED_MODEL_VERSION)
+    tmp = os.path.join(model_dir, f".{SAVED_MODEL_VERSION}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if IS_KERAS3:
+        export = clone.export
+        kwargs = {"verbose": False} if "verbose" in inspect.signature(export).parameters else {}
+        export(tmp, **kwargs)
+    else:
+        tf.saved_model.save(clone, tmp)
+    _replace_dir(tmp, saved_model)
+    written = [saved_model]
     keras_path = _save_keras(clone, model_dir)
     if keras_path:
         written.append(keras_path)

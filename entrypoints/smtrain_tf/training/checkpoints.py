@@ -16,13 +16,15 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import tensorflow as tf
 
 from ..contract.errors import TrainingFailure
 from ..contract.log import say
-from ..distribute.choice import MWMS
+from ..distribute.choice import MWMS, PS
+from ..distribute.distribution import Distribution
+from .keras_compat import optimizer_variables
 
 
 @dataclass(frozen=True)
@@ -107,3 +109,21 @@ class Checkpointer:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return None
+
+
+def resume(checkpointer: Checkpointer, dist: Distribution, model: Any, optimizer: Any, steps_per_epoch: int,
+           say: Callable[[str], None]) -> Progress:
+    """Restore the newest checkpoint, give every process the chief's state, and say where training resumes."""
+    restored = checkpointer.restore()
+    if dist.multi_process and dist.kind != PS:
+        # Whoever could not restore (no local copy of the checkpoints) takes the chief's state,
+        # so that every process runs the same number of steps.
+        dist.sync_from_chief(list(model.variables) + optimizer_variables(optimizer) + [checkpointer.progress])
+    progress = checkpointer.current()
+    if progress.epoch_step >= steps_per_epoch:  # the epoch got shorter (more replicas now)
+        progress = Progress(progress.epoch + 1, 0, progress.global_step)
+    if restored and dist.is_chief:
+        say(f"resumed from {restored} at epoch {progress.epoch} step {progress.global_step}")
+    elif progress.global_step and not dist.is_chief:
+        say(f"continuing with the chief's state at epoch {progress.epoch} step {progress.global_step}")
+    return progress

@@ -46,8 +46,8 @@ def optimizer_variables(optimizer: Any) -> List[Any]:
 def build_optimizer(optimizer: Any, variables: List[Any]) -> None:
     """Create slot variables now, under the strategy scope, instead of inside a replica step."""
     build = getattr(optimizer, "build", None)
-    if build is None:
-        return
+    if build is None or getattr(optimizer, "built", False) is True:
+        return  # a user's optimizer may have trained already: its variables exist
     try:
         build(variables)
     except (TypeError, ValueError, AttributeError):

@@ -26,8 +26,21 @@ class LoopConfig:
     steps_per_execution: int
     checkpoint_every_steps: int
     log_every_steps: int
+    # Examples per optimizer step over the job (micro-batches included), for the rates; 0 when the
+    # batches are the user's: the examples counted are used instead.
     global_batch: int
     fail_on_nan: bool
+
+
+class EpochHooks:
+    """What a caller may do around each epoch (smtrain_tf.fit drives Keras callbacks through it)."""
+
+    def epoch_begin(self, epoch: int) -> None:
+        """`epoch`: the 0-based index of the epoch about to run."""
+
+    def epoch_end(self, epoch: int, logs: Dict[str, float]) -> bool:
+        """After the epoch's metric line and checkpoint; True stops the training."""
+        return False
 
 
 def _next_chunk(cfg: LoopConfig, progress: Progress) -> int:
@@ -52,13 +65,36 @@ class LoopResult:
     last_metrics: Dict[str, str] = field(default_factory=dict)
 
 
-def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFunctions, checkpointer: Checkpointer,
-          validation: Optional[tf.data.Dataset], start: Progress, started_at: float,
-          heartbeat: Callable[[], None], emit: Callable[[str], None]) -> LoopResult:
-    """Train from `start` to the end of the last epoch; return where it ended and its last metrics."""
+def _logs(train: np.ndarray, validation: Optional[np.ndarray]) -> Dict[str, float]:
+    loss, accuracy = metrics.averages(train)
+    logs = {"loss": loss, "accuracy": accuracy}
+    if validation is not None:
+        logs["val_loss"], logs["val_accuracy"] = metrics.averages(validation)
+    return logs
+
+
+def _rate(cfg: LoopConfig, steps_done: int, totals: np.ndarray, seconds: float) -> float:
+    examples = steps_done * cfg.global_batch if cfg.global_batch else float(totals[2])
+    return examples / max(seconds, 1e-9)
+
+
+def _save(checkpointer: Optional[Checkpointer], progress: Progress, emit: Callable[[str], None]) -> None:
+    path = checkpointer.save(progress) if checkpointer is not None else None
+    if path:
+        emit(f"checkpoint saved {path} epoch={progress.epoch} step={progress.global_step}")
+
+
+def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFunctions,
+          checkpointer: Optional[Checkpointer], validation: Optional[tf.data.Dataset], start: Progress,
+          started_at: float, heartbeat: Callable[[], None], emit: Callable[[str], None],
+          hooks: Optional[EpochHooks] = None) -> LoopResult:
+    """Train from `start` to the end of the last epoch (or until a hook stops it); return where it ended
+    and its last metrics. Without a checkpointer nothing is saved."""
+    hooks = hooks or EpochHooks()
     progress = start
     last: Dict[str, str] = {}
     while progress.epoch < cfg.epochs:
+        hooks.epoch_begin(progress.epoch)
         epoch_totals = np.zeros(3)
         train_seconds = 0.0
         steps_this_epoch = 0
@@ -76,12 +112,10 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
                     and not at_epoch_end:
                 epoch_totals += runner.drain()
                 _check_finite(cfg, epoch_totals, progress)
-                path = checkpointer.save(progress)
-                if path:
-                    emit(f"checkpoint saved {path} epoch={progress.epoch} step={progress.global_step}")
+                _save(checkpointer, progress, emit)
                 heartbeat()
             if cfg.log_every_steps and progress.global_step % cfg.log_every_steps == 0 and not at_epoch_end:
-                rate = steps_this_epoch * cfg.global_batch / max(train_seconds, 1e-9)
+                rate = _rate(cfg, steps_this_epoch, epoch_totals, train_seconds)
                 emit(metrics.progress_line(progress.epoch + 1, progress.global_step, epoch_totals, rate,
                                            time.time() - started_at))
         began = time.perf_counter()
@@ -91,13 +125,13 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
         progress = Progress(progress.epoch + 1, 0, progress.global_step)
         val_totals = evaluate(dist, steps, validation) if validation is not None else None
         heartbeat()
-        rate = steps_this_epoch * cfg.global_batch / max(train_seconds, 1e-9)
+        rate = _rate(cfg, steps_this_epoch, epoch_totals, train_seconds)
         line = metrics.epoch_line(progress.epoch, progress.global_step, epoch_totals, val_totals,
                                   current_learning_rate(steps.optimizer), rate, time.time() - started_at)
         last = metrics.fields(line)
         emit(line)
-        path = checkpointer.save(progress)
-        if path:
-            emit(f"checkpoint saved {path} epoch={progress.epoch} step={progress.global_step}")
+        _save(checkpointer, progress, emit)
         heartbeat()
+        if hooks.epoch_end(progress.epoch - 1, _logs(epoch_totals, val_totals)):
+            break
     return LoopResult(progress, last)

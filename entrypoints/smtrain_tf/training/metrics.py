@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -70,3 +70,11 @@ def weights_digest(weights: Iterable[Any]) -> str:
 
 def weights_list(model: Any) -> List[np.ndarray]:
     return [np.asarray(w) for w in model.get_weights()]
+
+
+def say_weights(model: Any, say: Any) -> Tuple[List[np.ndarray], str]:
+    """Say `weights_sha256=<hex>`; every process must call it (variables synchronised on read need all)."""
+    weights = weights_list(model)
+    digest = weights_digest(weights)
+    say(f"weights_sha256={digest}")
+    return weights, digest

@@ -19,8 +19,8 @@ from ..distribute.collective_libs import CollectiveLibrary
 from ..export import artifacts
 from ..models import builders
 from . import metrics, optimization
-from .checkpoints import Checkpointer, Progress
-from .keras_compat import build_optimizer, keras, keras_version, optimizer_variables
+from .checkpoints import Checkpointer, resume
+from .keras_compat import build_optimizer, keras, keras_version
 from .loop import LoopConfig, train
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
@@ -50,11 +50,14 @@ class TrainingSession:
         self.train_data, self.validation_data = self._load_data()
         self.num_classes = self._num_classes()
         self.per_replica_batch = hp("batch_size_per_replica")
+        self.accumulation = hp("gradient_accumulation_steps")
         self.global_batch = scaling.global_batch_size(self.per_replica_batch, self.dist.num_replicas)
-        self.steps_per_epoch = pipeline.steps_per_epoch(self.train_data.num_examples, self.global_batch,
+        # One optimizer step sees every replica's micro-batches: the batch that sets the epoch and the rate.
+        self.effective_batch = self.global_batch * self.accumulation
+        self.steps_per_epoch = pipeline.steps_per_epoch(self.train_data.num_examples, self.effective_batch,
                                                         hp("max_steps_per_epoch"))
         self.learning_rate = scaling.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
-                                                          self.dist.num_replicas)
+                                                          self.dist.num_replicas * self.accumulation)
 
     # --- data ----------------------------------------------------------------------------------
 
@@ -95,7 +98,7 @@ class TrainingSession:
         hp = self.contract.hp
         common = dict(shuffle_buffer=hp("shuffle_buffer"), cache=hp("cache"), cache_max_mb=hp("cache_max_mb"))
         if self.dist.kind == PS:
-            data, global_batch = self.train_data, self.global_batch
+            data, global_batch = self.train_data, self.effective_batch
 
             def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
                 # No seed: each worker should see its own order.
@@ -103,7 +106,7 @@ class TrainingSession:
                                          seed=None, **common)
 
             return CoordinatorRunner(self.dist, steps, dataset_fn)
-        dataset = pipeline.training(self.train_data, self.dist.per_process_batch(self.global_batch),
+        dataset = pipeline.training(self.train_data, self.dist.per_process_batch(self.effective_batch),
                                     seed=hp("seed"), sharding=self._sharding(),
                                     num_workers=self.dist.num_workers, **common)
         return InProcessRunner(self.dist, steps, dataset)
@@ -140,55 +143,37 @@ class TrainingSession:
     def _config_line(self) -> str:
         hp = self.contract.hp
         return (f"config {distribution.describe(self.dist)} batch_size_per_replica={self.per_replica_batch} "
-                f"global_batch_size={self.global_batch} learning_rate={self.learning_rate:.6g} "
+                f"global_batch_size={self.global_batch} gradient_accumulation_steps={self.accumulation} "
+                f"effective_batch_size={self.effective_batch} learning_rate={self.learning_rate:.6g} "
                 f"lr_scaling={hp('lr_scaling')} warmup_epochs={hp('warmup_epochs'):g} "
                 f"steps_per_epoch={self.steps_per_epoch} steps_per_execution={hp('steps_per_execution')} "
                 f"mixed_precision={'on' if self.mixed else 'off'} xla={'on' if hp('xla') else 'off'} "
                 f"model={hp('model')} classes={self.num_classes} examples={self.train_data.num_examples} "
                 f"input_shape={'x'.join(str(d) for d in self.train_data.element_shape)} chief={self.dist.is_chief}")
 
-    def _resume(self, checkpointer: Checkpointer, bundle: builders.ModelBundle, optimizer: Any) -> Progress:
-        restored = checkpointer.restore()
-        if self.dist.multi_process and self.dist.kind != PS:
-            # Whoever could not restore (no local copy of the checkpoints) takes the chief's state,
-            # so that every process runs the same number of steps.
-            self.dist.sync_from_chief(list(bundle.model.variables) + optimizer_variables(optimizer)
-                                      + [checkpointer.progress])
-        progress = checkpointer.current()
-        if progress.epoch_step >= self.steps_per_epoch:  # the epoch got shorter (more replicas now)
-            progress = Progress(progress.epoch + 1, 0, progress.global_step)
-        if restored and self.dist.is_chief:
-            self.say(f"resumed from {restored} at epoch {progress.epoch} step {progress.global_step}")
-        elif progress.global_step and not self.dist.is_chief:
-            self.say(f"continuing with the chief's state at epoch {progress.epoch} step {progress.global_step}")
-        return progress
-
     def run(self, heartbeat: Callable[[], None]) -> None:
         hp = self.contract.hp
         bundle, optimizer = self._build_model()
         steps = StepFunctions(self.dist, bundle.model, optimizer, bundle.loss, bundle.from_logits,
-                              self.per_replica_batch, hp("xla"))
+                              self.per_replica_batch, hp("xla"), self.accumulation)
         checkpointer = Checkpointer(self.contract.checkpoint_dir, hp("keep_checkpoints"), kind=self.dist.kind,
                                     is_chief=self.dist.is_chief, worker_index=self.dist.worker_index,
                                     model=bundle.model, optimizer=optimizer)
-        start = self._resume(checkpointer, bundle, optimizer)
+        start = resume(checkpointer, self.dist, bundle.model, optimizer, self.steps_per_epoch, self.say)
         runner = self._training_input(steps)
         validation = self._validation_input()
         self.say(self._config_line())
         config = LoopConfig(epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch,
                             steps_per_execution=hp("steps_per_execution"),
                             checkpoint_every_steps=hp("checkpoint_every_steps"),
-                            log_every_steps=hp("log_every_steps"), global_batch=self.global_batch,
+                            log_every_steps=hp("log_every_steps"), global_batch=self.effective_batch,
                             fail_on_nan=hp("fail_on_nan"))
         emit = self.say if self.dist.is_chief else (lambda line: None)
         result = train(config, dist=self.dist, runner=runner, steps=steps, checkpointer=checkpointer,
                        validation=validation, start=start, started_at=self.started_at, heartbeat=heartbeat,
                        emit=emit)
         end = result.progress
-        # Every process reads the weights: variables synchronised on read need all of them.
-        weights = metrics.weights_list(bundle.model)
-        digest = metrics.weights_digest(weights)
-        self.say(f"weights_sha256={digest}")
+        weights, digest = metrics.say_weights(bundle.model, self.say)
         if self.dist.is_chief:
             began = time.time()
             written = artifacts.save_artifacts(bundle.model, weights, self.contract.model_dir,
@@ -197,6 +182,7 @@ class TrainingSession:
             artifacts.write_summary(self.contract.output_data_dir, {
                 "strategy": self.dist.kind, "replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
                 "global_batch_size": self.global_batch, "learning_rate": self.learning_rate,
+                "gradient_accumulation_steps": self.accumulation, "effective_batch_size": self.effective_batch,
                 "epochs": end.epoch, "steps": end.global_step, "last_epoch_metrics": result.last_metrics,
                 "weights_sha256": digest, "tensorflow": tf.__version__, "keras": keras_version(),
                 "mixed_precision": self.mixed, "artifacts": [os.path.basename(p) for p in written]})

@@ -6,7 +6,7 @@ means) make metrics exact across replicas, workers and partial batches.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -17,39 +17,78 @@ Stats = tf.Tensor  # float32 [loss_sum, correct, count]
 
 
 def per_example_loss_fn(loss: Any, from_logits: bool) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
-    """A function giving one loss per example; a user loss that reduces is treated as the batch mean."""
+    """A function giving one loss per example.
+
+    None: sparse categorical cross-entropy. A name is resolved as Keras does. A Keras Loss object
+    gives its unreduced values (its `call`); any other callable that reduces is taken as the batch
+    mean. Values with more than one axis are averaged over all but the first, as Keras does.
+    """
     if loss is None:
         return lambda y, out: keras.losses.sparse_categorical_crossentropy(y, out, from_logits=from_logits)
     if isinstance(loss, str):
-        function = keras.losses.get(loss)
-        return lambda y, out: function(y, out)
+        loss = keras.losses.get(loss)
+    function = loss.call if isinstance(loss, keras.losses.Loss) else loss
 
     def call(y: tf.Tensor, out: tf.Tensor) -> tf.Tensor:
-        values = tf.convert_to_tensor(loss(y, out))
+        values = tf.convert_to_tensor(function(y, out))
         if values.shape.rank == 0:
-            return tf.fill(tf.shape(y)[:1], values)
+            return tf.fill(tf.shape(out)[:1], values)
+        if values.shape.rank is not None and values.shape.rank > 1:
+            return tf.reduce_mean(values, axis=list(range(1, values.shape.rank)))
         return values
 
     return call
 
 
-def _stats(y: tf.Tensor, outputs: tf.Tensor, per_example: tf.Tensor) -> Stats:
+def _stats(y: tf.Tensor, outputs: tf.Tensor, per_example: tf.Tensor, from_logits: bool = True) -> Stats:
+    """[loss sum, correct, count] for integer labels, one-hot labels, or one binary output."""
     outputs = tf.cast(outputs, tf.float32)
-    labels = tf.cast(tf.reshape(y, [-1]), tf.int64)
-    predicted = tf.argmax(tf.reshape(outputs, [tf.shape(labels)[0], -1]), axis=-1)
+    count = tf.shape(outputs)[0]
+    if outputs.shape.rank is not None and outputs.shape.rank >= 2 and outputs.shape[-1] == 1:
+        # One output per example: a binary classifier (a logit, or a probability after a sigmoid).
+        predicted = tf.cast(tf.reshape(outputs, [-1]) > (0.0 if from_logits else 0.5), tf.int64)
+        labels = tf.cast(tf.reshape(y, [-1]) > 0.5, tf.int64)
+    else:
+        if y.shape.rank is not None and y.shape.rank == outputs.shape.rank and y.shape.rank >= 2 \
+                and y.shape[-1] == outputs.shape[-1] and outputs.shape[-1] != 1:
+            labels = tf.argmax(tf.reshape(y, [count, -1]), axis=-1)  # one-hot (or soft) labels
+        else:
+            labels = tf.cast(tf.reshape(y, [-1]), tf.int64)
+        predicted = tf.argmax(tf.reshape(outputs, [tf.shape(labels)[0], -1]), axis=-1)
     correct = tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
-    count = tf.cast(tf.shape(labels)[0], tf.float32)
-    return tf.stack([tf.reduce_sum(tf.cast(per_example, tf.float32)), correct, count])
+    return tf.stack([tf.reduce_sum(tf.cast(per_example, tf.float32)), correct, tf.cast(count, tf.float32)])
+
+
+def _leading(structure: Any) -> tf.Tensor:
+    """The batch size of a tensor or of a structure of tensors (several model inputs)."""
+    return tf.shape(tf.nest.flatten(structure)[0])[0]
+
+
+def _slice(structure: Any, start: tf.Tensor, end: tf.Tensor) -> Any:
+    return tf.nest.map_structure(lambda t: t[start:end], structure)
 
 
 class StepFunctions:
+    """The training step of one replica, and the tf.functions that run it under the strategy.
+
+    micro_batch: examples per replica in one micro-batch, or None when the batches are the user's
+    and their size is only known when they arrive. accumulation_steps: micro-batches per optimizer
+    step; a replica's batch holds them all (accumulation_steps x micro_batch examples) and runs
+    them one after another, so memory is that of one micro-batch.
+    """
+
     def __init__(self, dist: Distribution, model: Any, optimizer: Any, loss: Any, from_logits: bool,
-                 per_replica_batch: int, xla: bool) -> None:
+                 micro_batch: Optional[int], xla: bool, accumulation_steps: int = 1) -> None:
         self.dist = dist
         self.model = model
         self.optimizer = optimizer
+        self.from_logits = from_logits
         self.loss_fn = per_example_loss_fn(loss, from_logits)
-        self.loss_batch = dist.loss_batch_size(per_replica_batch)
+        self.accumulation_steps = max(1, int(accumulation_steps))
+        # Each micro-batch's summed loss is divided by the examples of the whole optimizer step
+        # (all replicas, all micro-batches): the gradients then add up to the step's mean.
+        self.loss_batch: Optional[int] = (dist.loss_batch_size(micro_batch * self.accumulation_steps)
+                                          if micro_batch else None)
         # XLA compiles the forward pass and its gradient; the all-reduce and the optimizer stay
         # outside the cluster, where every strategy (and Horovod's tape) can handle them.
         self._forward = tf.function(self._forward_impl, jit_compile=True) if xla else self._forward_impl
@@ -57,27 +96,82 @@ class StepFunctions:
         self._eval_batch: Any = None
         self._local_eval_batch: Any = None
 
-    def _forward_impl(self, x: tf.Tensor, y: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    def _divisor(self, x: Any) -> Any:
+        """What a replica divides its summed loss by: fixed, or from the batch that arrived.
+
+        tf.distribute sums the replicas' gradients, so a replica divides by its batch x replicas;
+        under Horovod/smddp (the default strategy, one replica) the library averages them.
+        """
+        if self.loss_batch is not None:
+            return self.loss_batch
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return tf.cast(_leading(x), tf.float32) * float(replicas)
+
+    def _forward_impl(self, x: Any, y: tf.Tensor, divisor: Any) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         outputs = self.model(x, training=True)
-        per_example = self.loss_fn(y, outputs)
-        loss = tf.nn.compute_average_loss(tf.cast(per_example, tf.float32), global_batch_size=self.loss_batch)
+        per_example = tf.cast(self.loss_fn(y, outputs), tf.float32)
+        loss = tf.math.divide_no_nan(tf.reduce_sum(per_example), tf.cast(divisor, tf.float32))
         if self.model.losses:
-            loss += tf.nn.scale_regularization_loss(tf.add_n([tf.cast(term, tf.float32) for term in self.model.losses]))
+            regularization = tf.nn.scale_regularization_loss(
+                tf.add_n([tf.cast(term, tf.float32) for term in self.model.losses]))
+            # Added once per micro-batch: each carries its share.
+            loss += regularization / float(self.accumulation_steps)
         return outputs, per_example, loss
 
-    def replica_train_step(self, x: tf.Tensor, y: tf.Tensor) -> Stats:
+    def replica_train_step(self, x: Any, y: tf.Tensor) -> Stats:
+        if self.accumulation_steps > 1:
+            return self._accumulated_train_step(x, y)
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            outputs, per_example, loss = self._forward(x, y)
+            outputs, per_example, loss = self._forward(x, y, self._divisor(x))
             scaled = scale_loss(self.optimizer, loss)
         gradients = self.dist.wrap_tape(tape).gradient(scaled, variables)
         gradients = unscale_gradients(self.optimizer, gradients)
         self.optimizer.apply_gradients(zip(gradients, variables))  # noqa: B905 - strict= needs Python 3.10
-        return _stats(y, outputs, per_example)
+        return _stats(y, outputs, per_example, self.from_logits)
 
-    def replica_eval_step(self, x: tf.Tensor, y: tf.Tensor) -> Stats:
+    def _accumulated_train_step(self, x: Any, y: tf.Tensor) -> Stats:
+        """k micro-batches in a loop, their (scaled) gradients summed in tensors, one optimizer update."""
+        variables = self.model.trainable_variables
+        k = self.accumulation_steps
+        size = _leading(x)
+        divisor = self._divisor(x)
+
+        def body(i: tf.Tensor, totals: Stats, sums: List[tf.Tensor]) -> Tuple[tf.Tensor, Stats, List[tf.Tensor]]:
+            start, end = i * size // k, (i + 1) * size // k
+            xs, ys = _slice(x, start, end), y[start:end]
+            with tf.GradientTape() as tape:
+                outputs, per_example, loss = self._forward(xs, ys, divisor)
+                scaled = scale_loss(self.optimizer, loss)
+            gradients = tape.gradient(scaled, variables)
+            sums = [total if g is None else total + tf.cast(tf.convert_to_tensor(g), total.dtype)
+                    for total, g in zip(sums, gradients)]  # noqa: B905 - strict= needs Python 3.10
+            return i + 1, totals + _stats(ys, outputs, per_example, self.from_logits), sums
+
+        zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
+        _, totals, sums = tf.while_loop(lambda i, totals, sums: i < k, body,
+                                        (tf.constant(0), tf.zeros([3], tf.float32), zeros))
+        if self.dist.library is not None:
+            sums = self._library_average(sums, variables)
+        gradients = unscale_gradients(self.optimizer, sums)
+        self.optimizer.apply_gradients(zip(gradients, variables))  # noqa: B905 - strict= needs Python 3.10
+        return totals
+
+    def _library_average(self, sums: List[tf.Tensor], variables: List[Any]) -> List[tf.Tensor]:
+        """Average gradients over processes once per step, through the library's own tape.
+
+        The gradient of sum(v * g) with respect to v is g: the library's tape averages it over
+        processes as it would a real gradient (fusion, compression and all).
+        """
+        with tf.GradientTape() as tape:
+            proxy = tf.add_n([tf.reduce_sum(tf.cast(v, g.dtype) * tf.stop_gradient(g))
+                              for v, g in zip(variables, sums)])  # noqa: B905 - strict= needs Python 3.10
+        averaged = self.dist.wrap_tape(tape).gradient(proxy, variables)
+        return [g if a is None else a for g, a in zip(sums, averaged)]  # noqa: B905 - strict= needs Python 3.10
+
+    def replica_eval_step(self, x: Any, y: tf.Tensor) -> Stats:
         outputs = self.model(x, training=False)
-        return _stats(y, outputs, self.loss_fn(y, outputs))
+        return _stats(y, outputs, self.loss_fn(y, outputs), self.from_logits)
 
     def train_chunk(self) -> Callable[[Any, tf.Tensor], Stats]:
         """A tf.function running `n` steps from a (distributed) iterator; returns summed stats."""

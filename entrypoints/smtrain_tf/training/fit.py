@@ -1,0 +1,169 @@
+"""smtrain_tf.fit: a user's Keras model trained by the bundled loop, under the job's strategy.
+
+The same pieces as the bundled entrypoint's session (steps, runners, the epoch loop, checkpoints
+and resume, metric lines), fed with the user's model, loss, optimizer and data instead of the
+entrypoint's own. The n-th call in a process keeps its checkpoints apart (<checkpoint_dir>/fit-<n>
+from the second on), so a script that fits twice resumes each phase from its own checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+import tensorflow as tf
+
+from ..contract import failure, known_failures
+from ..contract.container import Contract
+from ..distribute.choice import DEFAULT, PS
+from ..distribute.distribution import Distribution, describe
+from . import callbacks as callback_support
+from . import metrics, optimization, user_data
+from .checkpoints import Checkpointer, Progress, resume
+from .keras_compat import build_optimizer, keras
+from .loop import LoopConfig, train
+from .runners import CoordinatorRunner, InProcessRunner
+from .steps import StepFunctions
+
+_calls = 0  # fit calls in this process, for their checkpoint directories
+
+
+def _checkpoint_dir(contract: Contract, call: int) -> str:
+    return contract.checkpoint_dir if call == 1 else os.path.join(contract.checkpoint_dir, f"fit-{call}")
+
+
+def _resolve_loss(model: Any, loss: Any) -> Any:
+    loss = loss if loss is not None else getattr(model, "loss", None)
+    if isinstance(loss, dict) or (isinstance(loss, (list, tuple)) and len(loss) != 1):
+        raise ValueError("smtrain_tf.fit trains models with one output and one loss; got several losses")
+    return loss[0] if isinstance(loss, (list, tuple)) else loss
+
+
+def _from_logits(loss: Any) -> bool:
+    """Whether the loss reads logits (for the accuracy of one-output models); Keras's default is no."""
+    get_config = getattr(loss, "get_config", None)
+    if callable(get_config):
+        try:
+            return bool(get_config().get("from_logits", False))
+        except Exception:  # noqa: BLE001 - a custom loss without a config reads probabilities by default
+            return False
+    return False
+
+
+def _check_variables_in_scope(dist: Distribution, model: Any) -> None:
+    if dist.library is not None or dist.kind == DEFAULT:
+        return
+    for variable in model.trainable_variables[:1]:
+        raw = getattr(variable, "_value", variable)  # Keras 3 wraps the tf.Variable
+        try:
+            inside = dist.strategy.extended.variable_created_in_scope(raw)
+        except (TypeError, ValueError, AttributeError):
+            return
+        if not inside:
+            raise ValueError(f"smtrain_tf.fit: the model's variables were not created under the job's strategy "
+                             f"({dist.kind}): build and compile the model inside `with smtrain_tf.strategy().scope():`")
+
+
+def _prepare_model(dist: Distribution, model: Any, loss: Any, optimizer: Any, data: tf.data.Dataset,
+                   batched: bool) -> Tuple[Any, Any]:
+    """Build the model if needed and check its variables; return the loss and the optimizer, built in the scope."""
+    loss = _resolve_loss(model, loss)
+    optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+    missing = [name for name, value in (("loss", loss), ("optimizer", optimizer)) if value is None]
+    if missing:
+        named = " and ".join({"loss": "a loss", "optimizer": "an optimizer"}[m] for m in missing)
+        raise ValueError(f"smtrain_tf.fit needs {named}: compile the model first "
+                         "(model.compile(optimizer=..., loss=...)) or pass " + " and ".join(f"{m}=..." for m in missing))
+    with dist.scope():
+        if not getattr(model, "built", False):
+            model(user_data.sample_batch(data, batched), training=False)
+    _check_variables_in_scope(dist, model)
+    with dist.scope():
+        if isinstance(optimizer, str):
+            optimizer = keras.optimizers.get(optimizer)
+        mixed = keras.mixed_precision.global_policy().name == "mixed_float16"
+        optimizer = optimization.with_loss_scaling(optimizer, mixed)
+        build_optimizer(optimizer, model.trainable_variables)
+    return loss, optimizer
+
+
+def fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, validation_data: Any = None, *,
+        epochs: int = 1, batch_size_per_replica: Optional[int] = None, steps_per_epoch: Optional[int] = None,
+        loss: Any = None, optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
+        gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
+        checkpoint: bool = True, log_every_steps: int = 0, say: Callable[[str], None]) -> Any:
+    """Train; write the failure file for a known failure and raise it again. See smtrain_tf.fit."""
+    try:
+        return _fit(dist, contract, model, train_data, validation_data, epochs=epochs,
+                    batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
+                    optimizer=optimizer, callbacks=callbacks, gradient_accumulation_steps=gradient_accumulation_steps,
+                    shuffle_buffer=shuffle_buffer, seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
+                    say=say)
+    except Exception as exc:
+        known = known_failures.recognise(exc)
+        if known is not None:
+            failure.report(known.reason)
+        raise
+
+
+def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, validation_data: Any, *,
+         epochs: int, batch_size_per_replica: Optional[int], steps_per_epoch: Optional[int], loss: Any,
+         optimizer: Any, callbacks: Optional[Sequence[Any]], gradient_accumulation_steps: Optional[int],
+         shuffle_buffer: int, seed: Optional[int], checkpoint: bool, log_every_steps: int,
+         say: Callable[[str], None]) -> Any:
+    global _calls
+    started_at = time.time()
+    hp = contract.hp
+    if int(epochs) < 1:
+        raise ValueError(f"smtrain_tf.fit: epochs must be at least 1, got {epochs}")
+    accumulation = int(gradient_accumulation_steps or hp("gradient_accumulation_steps"))
+    if accumulation < 1:
+        raise ValueError(f"smtrain_tf.fit: gradient_accumulation_steps must be at least 1, got {accumulation}")
+    given_callbacks = callback_support.check(callbacks)
+    data = user_data.as_dataset(train_data, "train", batch_size_per_replica)
+    held_out = (user_data.as_dataset(validation_data, "validation", batch_size_per_replica)
+                if validation_data is not None else None)
+    batched = batch_size_per_replica is None
+    loss, optimizer = _prepare_model(dist, model, loss, optimizer, data.dataset, batched)
+
+    stream = user_data.training(data, dist, batch_size_per_replica=batch_size_per_replica, accumulation=accumulation,
+                                steps_per_epoch=steps_per_epoch, shuffle_buffer=shuffle_buffer,
+                                seed=hp("seed") if seed is None else seed)
+    validation = user_data.validation(held_out, dist, batch_size_per_replica)
+    steps = StepFunctions(dist, model, optimizer, loss, _from_logits(loss), stream.micro_batch, hp("xla"),
+                          accumulation)
+    _calls += 1
+    checkpointer = None
+    start = Progress(0, 0, 0)
+    if checkpoint:
+        checkpointer = Checkpointer(_checkpoint_dir(contract, _calls), hp("keep_checkpoints"), kind=dist.kind,
+                                    is_chief=dist.is_chief, worker_index=dist.worker_index, model=model,
+                                    optimizer=optimizer)
+        start = resume(checkpointer, dist, model, optimizer, stream.steps_per_epoch, say)
+    if dist.kind == PS:
+        assert stream.dataset_fn is not None
+        runner: Any = CoordinatorRunner(dist, steps, stream.dataset_fn)
+    else:
+        runner = InProcessRunner(dist, steps, stream.dataset)
+    batch = (f"batch_size_per_replica={batch_size_per_replica} global_batch_size="
+             f"{batch_size_per_replica * dist.num_replicas} " if batch_size_per_replica else "batch_size=as_batched ")
+    say(f"config {describe(dist)} {batch}gradient_accumulation_steps={accumulation} "
+        f"effective_batch_size={stream.global_batch or 'as_batched'} steps_per_epoch={stream.steps_per_epoch} "
+        f"epochs={epochs} checkpoints={checkpointer.directory if checkpointer else 'off'} chief={dist.is_chief}")
+
+    hooks = callback_support.CallbackHooks(given_callbacks, model, int(epochs), stream.steps_per_epoch)
+    config = LoopConfig(epochs=int(epochs), steps_per_epoch=stream.steps_per_epoch,
+                        steps_per_execution=hp("steps_per_execution"),
+                        checkpoint_every_steps=hp("checkpoint_every_steps"),
+                        log_every_steps=log_every_steps or hp("log_every_steps"), global_batch=stream.global_batch,
+                        fail_on_nan=hp("fail_on_nan"))
+    emit = say if dist.is_chief else (lambda line: None)
+    hooks.train_begin()
+    result = train(config, dist=dist, runner=runner, steps=steps, checkpointer=checkpointer, validation=validation,
+                   start=start, started_at=started_at, heartbeat=lambda: None, emit=emit, hooks=hooks)
+    hooks.train_end()
+    metrics.say_weights(model, say)
+    end = result.progress
+    say(f"training finished epochs={end.epoch} steps={end.global_step} elapsed={time.time() - started_at:.1f}")
+    return hooks.history

@@ -1,0 +1,25 @@
+"""The wrap: run a user's unchanged Keras script inside the job's tf.distribute strategy.
+
+SageMaker runs `smtrain_wrap.py` (next to this package in the bundle), which calls `launcher.main`.
+The launcher reads the contract in own-script mode, builds the strategy as the bundled entrypoint
+does, sets it as TensorFlow's default strategy, patches Keras, then runs the script as `__main__`
+with the process's own arguments.
+
+Map:
+    settings.py        SMTRAIN_WRAP_* and SMTRAIN_LR_SCALING: the script, the batch rule, the rate rule (no TensorFlow)
+    context.py         what the patches share: the strategy, the settings, the one-time log lines
+    strategy.py        builds the strategy with smtrain_tf's own code; refuses Horovod, smddp, parameter server
+    script.py          runs the user's file as __main__ (argv, sys.path) and trims tracebacks to it
+    launcher.py        the program: set-up, the script, exit status and the failure file
+    patches.py         installs every patch on each Keras found (Keras 2 and 3)
+    fit_inputs.py      reading a fit call: bound arguments, arrays or batched data, the caller's file:line
+    batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
+    keras_fit.py       the patched fit: Keras's own under default and Mirrored (with metric lines), else mwms_fit
+    mwms_fit.py        fit under MultiWorkerMirrored through smtrain_tf.fit (Keras 3's fit fails there)
+    mwms_evaluate.py   evaluate under MultiWorkerMirrored with Keras 3: on each worker, on a copy of the model
+    epoch_lines.py     the Keras callback printing smtrain's metric line each epoch
+    learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
+    saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save
+    devices_guard.py   a script's own tf.config device set-up, once the wrap has set up the devices
+    tf_names.py        replacing a TensorFlow function under every name it is loaded as
+"""

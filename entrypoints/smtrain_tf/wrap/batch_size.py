@@ -1,0 +1,58 @@
+"""The batch a script writes for array data is one replica's (SMTRAIN_WRAP_BATCH=per_replica, the default).
+
+Keras splits a global batch over the replicas, so the wrap gives it the script's batch times the
+replicas: each replica then does the work it did on one device. With SMTRAIN_WRAP_BATCH=global the
+number stays as written. Data the script batches itself (a tf.data.Dataset, a Sequence, a
+generator) is left alone, with a warning naming the fit call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from . import fit_inputs
+from .context import WrapContext, plural
+from .settings import GLOBAL
+
+
+def batched_data_warning(ctx: WrapContext, location: str, what: str) -> None:
+    if ctx.replicas > 1:
+        ctx.say_once(f"wrap: warning: {location}: fit gets {what}, which the script batches itself; the wrap leaves "
+                     f"it as it is, so each of its batches is the global batch, split over {ctx.replicas} replicas "
+                     f"(multiply the script's batch size by {ctx.replicas} to keep each replica's work)")
+
+
+def per_replica_batch(ctx: WrapContext, given: Dict[str, Any]) -> int:
+    """The batch one replica takes from array data, as the script wrote it and the settings read it."""
+    written = int(given.get("batch_size") or fit_inputs.KERAS_DEFAULT_BATCH)
+    if ctx.settings.batch == GLOBAL:
+        per_replica = max(written // ctx.replicas, 1)
+        ctx.say_once(f"wrap: batch_size {written} is global (SMTRAIN_WRAP_BATCH=global): {per_replica} per replica "
+                     f"({plural(ctx.replicas, 'replica')})")
+        return per_replica
+    ctx.say_once(f"wrap: batch_size {written} per replica -> global {written * ctx.replicas} "
+                 f"({plural(ctx.replicas, 'replica')})")
+    return written
+
+
+def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tuple[Dict[str, Any], Optional[int]]:
+    """Keras fit's arguments with global batch sizes, and the examples one epoch trains on (None if unknown)."""
+    what = fit_inputs.batched_by_script(given.get("x"))
+    if what is not None:
+        batched_data_warning(ctx, location, what)
+        return given, None
+    given = dict(given)
+    global_batch = per_replica_batch(ctx, given) * ctx.replicas
+    if ctx.settings.batch != GLOBAL:
+        given["batch_size"] = global_batch
+        if given.get("validation_batch_size"):
+            validation = int(given["validation_batch_size"])
+            given["validation_batch_size"] = validation * ctx.replicas
+            ctx.say_once(f"wrap: validation_batch_size {validation} per replica -> global "
+                         f"{validation * ctx.replicas} ({plural(ctx.replicas, 'replica')})")
+    if given.get("steps_per_epoch"):
+        return given, int(given["steps_per_epoch"]) * global_batch
+    rows = fit_inputs.num_examples(given.get("x"))
+    if rows is None:
+        return given, None
+    return given, int(rows * (1.0 - float(given.get("validation_split") or 0.0)))

@@ -1,0 +1,43 @@
+"""The patched `Model.fit`: Keras's own fit under default and Mirrored, smtrain's loop under MultiWorkerMirrored.
+
+Under Keras's fit the batch sizes become global (batch_size.py) and a callback prints smtrain's
+metric line each epoch (epoch_lines.py); under MultiWorkerMirrored mwms_fit.py takes the call.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional
+
+from ..distribute.choice import MWMS
+from . import batch_size, epoch_lines, fit_inputs, mwms_fit
+from .context import WrapContext
+
+
+def with_epoch_lines(keras: Any, ctx: WrapContext, callbacks: Any, examples: Optional[int]) -> Any:
+    if not ctx.is_chief:
+        return callbacks
+    if callbacks is None or isinstance(callbacks, (list, tuple)):
+        return list(callbacks or []) + [epoch_lines.make_callback(keras, ctx, examples)]
+    return callbacks  # a CallbackList the script built: left as it is
+
+
+def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
+    original: Callable[..., Any] = model_class.fit
+
+    @functools.wraps(original)
+    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        given = fit_inputs.bind(original, self, args, kwargs)
+        location = fit_inputs.caller_location(1, ctx.settings.script_dir)
+        if ctx.kind == MWMS:
+            return mwms_fit.fit(keras, ctx, self, given, location)
+        given, examples = batch_size.scale_batches(ctx, given, location)
+        accumulation = ctx.contract.hp("gradient_accumulation_steps")
+        if accumulation > 1:
+            ctx.say_once(f"wrap: note: {location}: gradient_accumulation_steps={accumulation} is not applied: "
+                         f"Keras's own fit (strategy {ctx.kind}) makes one optimizer step per batch; smtrain "
+                         "accumulates gradients for a wrapped script under multi_worker_mirrored only")
+        given["callbacks"] = with_epoch_lines(keras, ctx, given.get("callbacks"), examples)
+        return original(self, **given)
+
+    model_class.fit = fit

@@ -1,0 +1,108 @@
+"""The wrap's program: read the contract, build and set the strategy, patch Keras, run the user's script.
+
+Exit status: the script's own (SystemExit passes through), 1 when it raises, the contract's
+error codes when the job cannot start. On failure one line goes to `<output>/failure`, which
+SageMaker shows as the job's FailureReason; an exception from the script also prints its
+traceback, as `python script.py` would.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import List, Optional, Sequence
+
+from ..contract import container, failure, known_failures
+from ..contract.errors import TrainingFailure
+from ..contract.log import say
+from ..distribute.choice import DEFAULT, MWMS
+from . import script, settings, strategy
+from .context import WrapContext
+
+
+def _fail(reason: str, code: int) -> int:
+    failure.report(reason)
+    return code
+
+
+def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
+    wanted = settings.read(os.environ, code_dir)
+    contract = container.read(args, os.environ, own_script=True)
+    dist = strategy.build(contract, say)  # TensorFlow is imported from here on
+    ctx = WrapContext(contract=contract, settings=wanted, dist=dist, started_at=started_at, say=say)
+    from .. import _api
+
+    # One strategy per process: the script's own smtrain_tf calls, and smtrain_tf.fit, get this one.
+    _api.adopt(dist)
+    shown = os.path.relpath(wanted.script, code_dir) if wanted.script.startswith(code_dir + os.sep) else wanted.script
+    say(strategy.describe(dist, shown))
+    if dist.kind != DEFAULT:
+        import tensorflow as tf
+
+        # The script's Keras then builds its variables under the strategy without any scope() of its own.
+        tf.distribute.experimental_set_strategy(dist.strategy)
+    from . import patches
+
+    patches.install(ctx)
+    return ctx
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """What `python script.py` would exit with; a message (sys.exit("...")) is printed and gives 1."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        code = exc.code
+        return code if code == 0 else _fail(f"the script exited with status {code}", code)
+    print(exc.code, file=sys.stderr, flush=True)
+    return _fail(f"the script exited with status 1: {exc.code}", 1)
+
+
+def _script_failed(exc: BaseException, ctx: WrapContext) -> int:
+    sys.stderr.write("".join(script.user_traceback(exc, ctx.settings.script)))
+    sys.stderr.flush()
+    known = known_failures.recognise(exc)  # a lost peer, memory exhausted: said plainly
+    if known is not None:
+        return _fail(known.reason, known.exit_code)
+    reason = f"{type(exc).__name__}: {exc}"
+    if "Mixing different tf.distribute.Strategy objects" in reason:
+        reason += (f" (the script builds a strategy of its own, but the wrap already runs it under {ctx.kind}: "
+                   "leave the strategy to the wrap, or turn code.wrap off)")
+    return _fail(reason, 1)
+
+
+def _run_script(ctx: WrapContext, args: List[str], code_dir: str) -> int:
+    try:
+        script.run(ctx.settings.script, args, code_dir)
+    except SystemExit as exc:
+        return _exit_status(exc)
+    except TrainingFailure as known:  # the wrap's refusals, smtrain_tf.fit's known failures
+        return _fail(known.reason, known.exit_code)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except Exception as exc:  # noqa: BLE001 - whatever the script raises ends the job with its reason
+        return _script_failed(exc, ctx)
+    return 0
+
+
+def main(code_dir: str, argv: Optional[Sequence[str]] = None) -> int:
+    """Run the script named by SMTRAIN_WRAP_SCRIPT (relative to `code_dir`) with `argv` (default sys.argv[1:])."""
+    started_at = time.time()
+    args = list(sys.argv[1:] if argv is None else argv)
+    code_dir = os.path.abspath(code_dir)
+    try:
+        ctx = _set_up(args, code_dir, started_at)
+    except TrainingFailure as known:
+        return _fail(known.reason, known.exit_code)
+    except Exception as exc:  # noqa: BLE001 - the job must still end with a reason
+        traceback.print_exc()
+        return _fail(f"the wrap could not start the script: {type(exc).__name__}: {exc}", 1)
+    code = _run_script(ctx, args, code_dir)
+    if ctx.kind == MWMS:
+        from ..training.watchdog import exit_now
+
+        # TensorFlow's collective threads may wait on a peer that is gone: leave without joining them.
+        exit_now(code)
+    return code

@@ -1,0 +1,133 @@
+"""`model.fit` under MultiWorkerMirrored, through smtrain's own loop (smtrain_tf.fit).
+
+Keras 3's fit fails there at the first step ("unsupported type ... PerReplica", keras-team/keras#20585),
+so the wrap turns the call's arguments into smtrain_tf.fit's. Array data is batched per replica
+(see batch_size) and shuffled with the job's seed: every worker then holds the same order before
+tf.distribute gives each its share. Arguments smtrain's loop cannot honour are refused by name.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Optional, Tuple
+
+import tensorflow as tf
+
+from . import fit_inputs
+from .batch_size import batched_data_warning, per_replica_batch
+from .context import Unsupported, WrapContext
+
+ALLOWED_CALLBACKS = ("History", "EarlyStopping", "ModelCheckpoint", "CSVLogger", "TensorBoard")
+# Arguments that change what is trained, which smtrain's loop does not take.
+_REFUSED_ARGUMENTS = ("class_weight", "sample_weight")
+# Arguments about how Keras reports or paces validation: the loop validates every epoch, in full.
+_IGNORED_ARGUMENTS = ("validation_steps", "validation_batch_size", "validation_freq")
+
+_WHY = ("under MultiWorkerMirrored the wrap trains through smtrain's own loop, since Keras 3's fit does not run "
+        "there (keras-team/keras#20585)")
+
+
+def _refuse(location: str, what: str, change: str) -> Unsupported:
+    return Unsupported(f"{location}: fit({what}): {_WHY}, and that loop {change}")
+
+
+def _check_callbacks(keras: Any, callbacks: Any, location: str) -> list:
+    if callbacks is None:
+        return []
+    if not isinstance(callbacks, (list, tuple)):
+        raise _refuse(location, f"callbacks={type(callbacks).__name__}", "takes a list of Keras callbacks")
+    # Keras's own classes only, not subclasses: their behaviour at epoch boundaries is known.
+    allowed = tuple(getattr(keras.callbacks, name) for name in ALLOWED_CALLBACKS
+                    if hasattr(keras.callbacks, name))
+    for callback in callbacks:
+        if type(callback) not in allowed:
+            raise _refuse(location, f"callbacks=[{type(callback).__name__}(...)]",
+                          f"drives only {', '.join(ALLOWED_CALLBACKS)}; drop {type(callback).__name__} or run on "
+                          "one host")
+    return list(callbacks)
+
+
+def _split(x: Any, y: Any, fraction: float, location: str) -> Tuple[Tuple[Any, Any], Tuple[Any, Any]]:
+    """Keras's validation_split: the last `fraction` of the rows, taken before any shuffling."""
+    rows = fit_inputs.num_examples(x)
+    if rows is None:
+        raise _refuse(location, f"validation_split={fraction}", "splits arrays only; give validation_data")
+    at = int(math.ceil(rows * (1.0 - fraction)))
+    if at <= 0 or at >= rows:
+        raise Unsupported(f"{location}: fit(validation_split={fraction}) leaves no rows to train on or to validate "
+                          f"with ({rows} rows)")
+
+    def head(a: Any) -> Any:
+        return a[:at]
+
+    def tail(a: Any) -> Any:
+        return a[at:]
+
+    return ((tf.nest.map_structure(head, x), tf.nest.map_structure(head, y)),
+            (tf.nest.map_structure(tail, x), tf.nest.map_structure(tail, y)))
+
+
+def _validation(given: Dict[str, Any], location: str, batched: bool) -> Optional[Any]:
+    """validation_data in the form of the training data: batched by the script, or not (fit batches it then)."""
+    data = given.get("validation_data")
+    if data is None:
+        return None
+    if isinstance(data, (list, tuple)) and len(data) == 3:
+        raise _refuse(location, "validation_data=(x, y, sample_weight)", "takes no sample weights; give (x, y)")
+    if isinstance(data, (list, tuple)) and len(data) == 2:
+        if not batched:
+            return tuple(data)
+        # As Keras does beside batched training data: validation_batch_size, else its default 32.
+        size = int(given.get("validation_batch_size") or fit_inputs.KERAS_DEFAULT_BATCH)
+        return tf.data.Dataset.from_tensor_slices(tuple(data)).batch(size)
+    if isinstance(data, tf.data.Dataset):
+        return data if batched else data.unbatch()  # fit batches it like the training arrays
+    raise _refuse(location, f"validation_data={type(data).__name__}", "takes (x, y) arrays or a tf.data.Dataset")
+
+
+def _note_ignored(ctx: WrapContext, given: Dict[str, Any], location: str, batched: bool) -> None:
+    for name in _IGNORED_ARGUMENTS:
+        used = name == "validation_batch_size" and batched and isinstance(given.get("validation_data"), (list, tuple))
+        if given.get(name) not in (None, 1) and not used:
+            ctx.say_once(f"wrap: note: {location}: fit({name}={given[name]!r}) is not used: {_WHY}, which "
+                         "validates on all the validation data after every epoch")
+
+
+def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> Any:
+    for name in _REFUSED_ARGUMENTS:
+        if given.get(name) is not None:
+            raise _refuse(location, f"{name}=...", f"does not take {name}")
+    if int(given.get("initial_epoch") or 0) != 0:
+        raise _refuse(location, f"initial_epoch={given['initial_epoch']}", "starts at epoch 0")
+    callbacks = _check_callbacks(keras, given.get("callbacks"), location)
+    x, y = given.get("x"), given.get("y")
+    what = fit_inputs.batched_by_script(x)
+    batched = isinstance(x, tf.data.Dataset)
+    if what is not None and not batched:
+        raise _refuse(location, f"x={what}", "takes arrays or a tf.data.Dataset")
+    _note_ignored(ctx, given, location, batched)
+    validation = _validation(given, location, batched)
+    options: Dict[str, Any] = {}
+    if batched:
+        if given.get("validation_split"):
+            raise _refuse(location, f"validation_split={given['validation_split']}",
+                          "splits arrays only, as Keras does; give validation_data")
+        batched_data_warning(ctx, location, str(what))
+        train: Any = x
+    else:
+        if y is None:
+            raise _refuse(location, "x=arrays without y", "trains on (x, y) pairs")
+        fraction = float(given.get("validation_split") or 0.0)
+        train = (x, y)
+        if fraction > 0.0 and validation is None:
+            train, validation = _split(x, y, fraction, location)
+        rows = fit_inputs.num_examples(train[0]) or 0
+        shuffle = bool(given.get("shuffle", True))
+        # The same seed on every worker (SMTRAIN_SEED, else 42): the same order before tf.distribute
+        # shares the rows out.
+        options.update(batch_size_per_replica=per_replica_batch(ctx, given), shuffle_buffer=rows if shuffle else 0,
+                       seed=ctx.contract.hp("seed"))
+    from .. import fit as smtrain_fit
+
+    return smtrain_fit(model, train, validation, epochs=int(given.get("epochs") or 1),
+                       steps_per_epoch=given.get("steps_per_epoch"), callbacks=callbacks, checkpoint=False, **options)

@@ -1,0 +1,40 @@
+"""Installs the wrap's patches: on every Keras the script may use (tf.keras and `import keras`), and on TensorFlow.
+
+They are one Keras with TensorFlow 2.16+ (Keras 3) and up to 2.15 (Keras 2); with tf_keras
+(TF_USE_LEGACY_KERAS=1) they are two, and each gets its own patches.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from ..training.keras_compat import keras as tf_keras
+from . import devices_guard, keras_fit, learning_rate, mwms_evaluate, saving
+from .context import WrapContext
+
+
+def keras_handles() -> List[Any]:
+    handles = [tf_keras]
+    try:
+        import keras
+    except ImportError:
+        return handles
+    if keras.Model is not tf_keras.Model:
+        handles.append(keras)
+    return handles
+
+
+def install(ctx: WrapContext) -> None:
+    redirect = saving.new_redirect()
+    patched: List[Any] = []
+    for keras in keras_handles():
+        model_class = keras.Model
+        if model_class not in patched:
+            patched.append(model_class)
+            keras_fit.patch(keras, model_class, ctx)
+            mwms_evaluate.patch(keras, model_class, ctx)
+            learning_rate.patch(keras, model_class, ctx)
+            saving.patch_model(model_class, ctx, redirect)
+        saving.patch_functions(keras, ctx, redirect)
+    saving.patch_saved_model(ctx, redirect)
+    devices_guard.patch(ctx)

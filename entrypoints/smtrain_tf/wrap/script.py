@@ -1,0 +1,34 @@
+"""Runs the user's file as `python script.py args...` would: as __main__, with its own argv and sys.path[0]."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from typing import List, Sequence
+
+
+def run(path: str, args: Sequence[str], keep_importable: str) -> None:
+    """Run `path` as __main__ with sys.argv = [path, *args]; the working directory is left alone.
+
+    `keep_importable` (the wrap's own directory) stays on sys.path behind the script's directory,
+    so that `import smtrain_tf` keeps working when the script lives elsewhere.
+    """
+    script_dir = os.path.dirname(path)
+    sys.argv = [path, *args]
+    if sys.path:
+        sys.path[0] = script_dir
+    else:
+        sys.path.append(script_dir)
+    if keep_importable not in sys.path:
+        sys.path.insert(1, keep_importable)
+    runpy.run_path(path, run_name="__main__")
+
+
+def user_traceback(exc: BaseException, path: str) -> List[str]:
+    """The traceback from the script's own first frame on: what `python script.py` would have shown."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != path:
+        tb = tb.tb_next
+    return traceback.format_exception(type(exc), exc, tb if tb is not None else exc.__traceback__)

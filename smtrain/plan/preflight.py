@@ -1,0 +1,261 @@
+"""The preflight scan: the user's own code read with ast (never imported or run, no TensorFlow) for what
+would break or waste the job, each finding at its file:line with the fix.
+
+It runs for own scripts (code.entry_point) in validate, plan and submit. Which files:
+
+- every .py file the bundle ships (the caller passes them; else source_dir is walked as the bundle walks
+  it, roughly) gets the API rules (names TensorFlow removed) and a syntax check;
+- the files that run, the entry point and the modules of source_dir it imports (transitively), also get
+  the rules that depend on the job: strategies, Keras 3's fit, CUDA_VISIBLE_DEVICES, local paths, the
+  model saved by every worker, argparse against the hyperparameters. A second script beside the entry
+  point is not what runs, and is not judged by this job.
+
+preflight_rules.py, preflight_io.py and preflight_names.py hold the rules and what they share.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from smtrain.plan import preflight_io, preflight_rules
+from smtrain.plan.distribution import version_tuple
+from smtrain.plan.preflight_names import Names
+from smtrain.plan.preflight_rules import Hit, JobContext
+from smtrain.spec.script_args import ScriptArgs, script_args
+
+if TYPE_CHECKING:
+    from smtrain.plan.build import Plan
+
+# A file larger than this is data or generated code, not a training script: not read.
+MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_FILES = 2000
+_SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules", "venv", "env", "virtualenv"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str  # relative to code.source_dir, with /
+    line: int
+    rule: str
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message, "fix": self.fix}
+
+    def render(self, label: str = "warning") -> str:
+        return f"{self.file}:{self.line}: {label}: {self.message} (fix: {self.fix})"
+
+
+def context_of(plan: Plan) -> JobContext:
+    spec = plan.spec
+    legacy = str(spec.environment.get("TF_USE_LEGACY_KERAS", "")).strip().lower() in ("1", "true", "yes")
+    version = plan.framework_version
+    keras3 = None if not version else (version_tuple(version) >= (2, 16) and not legacy)
+    processes = plan.nodes * (plan.processes_per_host if plan.strategy in preflight_rules.MPI_STRATEGIES else 1)
+    return JobContext(nodes=plan.nodes, gpus=plan.instance.gpus, strategy=plan.strategy, processes=processes,
+                      wrapped=bool(spec.code.wrap), keras3=keras3, framework_version=version,
+                      hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs))
+
+
+def python_files(source_dir: Path) -> list[tuple[str, Path]]:
+    """(path relative to source_dir, file) of the .py files under it: hidden directories, caches and
+    virtual environments left out, as the bundle leaves them out."""
+    found: list[tuple[str, Path]] = []
+    for root, dirs, files in os.walk(source_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS
+                         and not (Path(root) / d / "pyvenv.cfg").exists())
+        for name in sorted(files):
+            if name.endswith(".py") and not name.startswith("."):
+                path = Path(root) / name
+                found.append((path.relative_to(source_dir).as_posix(), path))
+                if len(found) >= MAX_FILES:
+                    return found
+    return found
+
+
+@dataclass
+class _Parsed:
+    rel: str
+    tree: ast.Module | None
+    problem: Hit | None  # why it could not be read
+
+
+def _python_tag(py_version: str | None) -> tuple[int, int] | None:
+    """py39 -> (3, 9); None when unknown."""
+    if py_version and py_version.startswith("py3") and py_version[3:].isdigit():
+        return 3, int(py_version[3:])
+    return None
+
+
+def _parse(rel: str, path: Path, container: tuple[int, int] | None) -> _Parsed | None:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        return _Parsed(rel, None, Hit(1, "unreadable", f"cannot be read: {exc.strerror or exc}",
+                                      "make the file readable, or leave it out with .smtrainignore"))
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    try:
+        tree = ast.parse(data, filename=rel)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None) or 1
+        reason = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+        note = ""
+        if container and container > sys.version_info[:2]:
+            note = f"; the container's Python {container[0]}.{container[1]} may accept it"
+        return _Parsed(rel, None, Hit(line, "syntax-error", f"cannot be parsed by Python {here}: {reason}{note}",
+                                      "fix the syntax: a file that does not parse fails the job where it is imported"))
+    if container and container < sys.version_info[:2] and container >= (3, 7):
+        try:
+            ast.parse(data, filename=rel, feature_version=container)
+        except SyntaxError as exc:
+            return _Parsed(rel, tree, Hit(exc.lineno or 1, "python-version",
+                                          f"uses syntax newer than the container's Python {container[0]}."
+                                          f"{container[1]}: {exc.msg}",
+                                          "write it for that Python, or choose a newer tensorflow.version "
+                                          "(its image has a newer Python)"))
+    return _Parsed(rel, tree, None)
+
+
+def _module_candidates(dotted: str, base: PurePosixPath) -> list[str]:
+    parts = dotted.split(".")
+    out = []
+    for i in range(1, len(parts) + 1):  # a.b.c imports a, a.b and a.b.c
+        stem = base.joinpath(*parts[:i])
+        out += [f"{stem}.py", f"{stem}/__init__.py"]
+    return [c.removeprefix("./") for c in out]
+
+
+def _imports(tree: ast.AST, rel: str, known: set[str]) -> set[str]:
+    """Files of source_dir that this file imports: from the code directory (where SageMaker starts the
+    script) or from the file's own directory."""
+    here = PurePosixPath(rel).parent
+    roots = {PurePosixPath("."), here}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        bases = roots
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here
+                for _ in range(node.level - 1):
+                    base = base.parent
+                bases = {base}
+                names = [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
+            else:
+                names = [f"{node.module}.{a.name}" for a in node.names] if node.module else []
+        for dotted in names:
+            for base in bases:
+                found.update(c for c in _module_candidates(dotted, base) if c in known)
+    found.discard(rel)
+    return found
+
+
+def _running(entry: str, parsed: dict[str, _Parsed]) -> list[str]:
+    """The entry point and what it imports from source_dir, transitively, in the order found."""
+    known = set(parsed)
+    order, todo = [], [entry]
+    while todo:
+        rel = todo.pop(0)
+        if rel in order or rel not in parsed:
+            continue
+        order.append(rel)
+        tree = parsed[rel].tree
+        if tree is not None:
+            todo += sorted(_imports(tree, rel, known) - set(order))
+    return order
+
+
+def _grouped(rel: str, hits: Iterable[Hit]) -> list[Finding]:
+    """One finding per rule and message in a file: the first line, with the other lines named."""
+    by_key: dict[tuple[str, str], list[Hit]] = {}
+    for hit in hits:
+        by_key.setdefault((hit.rule, hit.message), []).append(hit)
+    found = []
+    for (rule, message), same in by_key.items():
+        lines = sorted({h.line for h in same})
+        more = f" (also line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if len(lines) > 1 else ""
+        found.append(Finding(rel, lines[0], rule, message + more, same[0].fix))
+    return found
+
+
+def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobContext) -> list[tuple[str, Hit]]:
+    """The parser may be built in the entry point or in a module it imports: the declarations of every
+    file that runs count together; the finding about the command line sits at the call that parses it."""
+    merged, files_of, per_file = ScriptArgs(), {}, []
+    for rel in running:
+        tree = parsed[rel].tree
+        if tree is None:
+            continue
+        args = script_args(tree)
+        files_of.update({id(option): rel for option in args.options})
+        per_file.append((rel, args))
+        merged = merged.merged(args)
+    parsing = [(rel, args) for rel, args in per_file if args.strict] or [(rel, a) for rel, a in per_file if a.parses]
+    if not parsing:
+        return []
+    rel, args = parsing[0]
+    return list(preflight_rules.argparse_hits(merged, job, (rel, args.parse_line or 1), files_of))
+
+
+def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobContext,
+               py_version: str | None = None) -> list[Finding]:
+    """Every finding for a job whose code is `files` ((relative path, file)), run as `entry_point`."""
+    container = _python_tag(py_version)
+    parsed: dict[str, _Parsed] = {}
+    for rel, path in files:
+        result = _parse(rel, path, container)
+        if result is not None:
+            parsed[rel] = result
+    running = _running(entry_point, parsed)
+    hits: dict[str, list[Hit]] = {rel: [] for rel in parsed}
+    for rel, item in parsed.items():
+        if item.problem is not None:
+            hits[rel].append(item.problem)
+        if item.tree is None:
+            continue
+        names = Names(item.tree)
+        hits[rel] += preflight_rules.api_hits(item.tree, names)
+        if rel in running:
+            for rule in (preflight_rules.strategy_hits, preflight_rules.fit_hits, preflight_io.path_hits,
+                         preflight_io.save_hits):
+                hits[rel] += rule(item.tree, names, job)
+            hits[rel] += preflight_rules.cuda_hits(item.tree, names)
+    for rel, hit in _argparse_findings(running, parsed, job):
+        hits[rel].append(hit)
+    findings = [f for rel, found in hits.items() for f in _grouped(rel, found)]
+    # The entry point first, then the files that run, then the rest; each by line.
+    rank = {rel: i for i, rel in enumerate(running)}
+    return sorted(findings, key=lambda f: (rank.get(f.file, len(rank)), f.file, f.line, f.rule))
+
+
+def _entry(entry_point: str) -> str:
+    return PurePosixPath(entry_point.replace("\\", "/")).as_posix().removeprefix("./")
+
+
+def scan(plan: Plan, files: Sequence[tuple[str, Path]] | None = None) -> list[Finding]:
+    """The findings for this plan's own script; [] for the bundled entrypoint.
+
+    `files`: the .py files the bundle ships, (path in source_dir, file); by default source_dir is walked.
+    """
+    code = plan.spec.code
+    if code.entry_point is None or code.source_dir is None:
+        return []
+    source = (plan.base_dir / code.source_dir).resolve()
+    entry = _entry(code.entry_point)
+    if files is None:
+        files = python_files(source)
+    files = list(files)
+    if entry not in {rel for rel, _ in files} and (source / entry).is_file():
+        files.append((entry, source / entry))  # left out by an ignore rule: still what the job starts
+    return scan_files(entry, files, context_of(plan), plan.py_version)

@@ -1,0 +1,202 @@
+"""`smtrain init`: a starting job spec for a script the user already has, as commented YAML text.
+
+What the script says is read with ast (script_args.py), never by running it: the options its argparse
+declares become `hyperparameters:` with their literal defaults, the channels it reads (`SM_CHANNEL_X`,
+`smtrain_tf.channel("x")`) become `inputs:` placeholders. The rest are safe starting values: one A10G,
+one node, the unchanged script wrapped in the strategy smtrain picks. Placeholders (role, bucket) are
+marked; the command validates the text it wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from smtrain.spec import patterns
+from smtrain.spec.fields import is_line
+from smtrain.spec.script_args import MISSING, ScriptArgs, script_args
+
+PLACEHOLDER_ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
+PLACEHOLDER_BUCKET = "s3://my-bucket"
+DEFAULT_GPU = "A10G"  # ml.g5.xlarge: one 24GB GPU, among the cheapest that runs today's Keras models
+REQUIREMENTS = "requirements.txt"
+# Directory names that say nothing about the job: the name comes from the one above them.
+_GENERIC_DIRS = frozenset({"src", "code", "scripts", "script", "source", "training", "train", "app", "bin", "."})
+_GENERIC_STEMS = frozenset({"train", "main", "run", "training", "script", "__main__", "entry", "entrypoint"})
+_COMMENT_COLUMN = 33
+_MAX_VALUE_CHARS = 1000  # a longer default is data, not a setting
+
+
+@dataclass(frozen=True)
+class ScriptFacts:
+    """What `init` learns from the script."""
+
+    args: ScriptArgs = field(default_factory=ScriptArgs)
+    channels: tuple[str, ...] = ()
+    parse_error: str | None = None  # the script does not parse: nothing read from it
+
+
+def _channels(tree: ast.AST) -> tuple[str, ...]:
+    """The channels the script reads, in the order it first names them."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = re.fullmatch(r"SM_CHANNEL_([A-Z0-9_]+)", node.value)
+            name = match.group(1).lower() if match else None
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "channel"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            name = node.args[0].value
+        if name and patterns.CHANNEL.matches(name):
+            found.append((getattr(node, "lineno", 0), name))
+    return tuple(dict.fromkeys(name for _, name in sorted(found)))
+
+
+def read_script(path: Path) -> ScriptFacts:
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None)
+        return ScriptFacts(parse_error=f"{getattr(exc, 'msg', None) or exc}" + (f" (line {line})" if line else ""))
+    return ScriptFacts(script_args(tree), _channels(tree))
+
+
+def job_name(script: Path) -> str:
+    """A job-name prefix from the script's directory (and its file name, when that says more than train.py)."""
+    script = script.resolve()
+    folder = script.parent
+    while folder.name.lower() in _GENERIC_DIRS and folder.parent != folder:
+        folder = folder.parent
+    words = [folder.name] if folder.name else []
+    if script.stem.lower() not in _GENERIC_STEMS:
+        words.append(script.stem)
+    name = re.sub(r"[^a-z0-9]+", "-", "-".join(words).lower()).strip("-")[:42].strip("-")
+    return name if patterns.NAME.matches(name) else "my-job"
+
+
+def _scalar(value: Any) -> str:
+    """One YAML scalar as the loader reads it back: quoted where YAML would retype it, `${` kept literal."""
+    if isinstance(value, str):
+        value = value.replace("${", "$${")  # the loader expands ${VAR}
+    text = yaml.safe_dump(value, allow_unicode=True, width=10**6, default_flow_style=True)
+    return text.removesuffix("\n...\n").rstrip("\n")
+
+
+def _usable(value: Any) -> bool:
+    if isinstance(value, bool) or isinstance(value, int) and abs(value) <= 2**53 - 1:
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and is_line(value) and len(value) <= _MAX_VALUE_CHARS
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    values: dict[str, Any]
+    flags: tuple[str, ...]  # options that take no value: `--name value` cannot set them
+    without_default: tuple[str, ...]  # no literal default: the script computes it, or needs it given
+    required: tuple[str, ...]
+
+
+def hyperparameters(args: ScriptArgs) -> Hyperparameters:
+    """The declared options as hyperparameters: those with a literal default, and what was left out."""
+    values: dict[str, Any] = {}
+    flags, missing, required = [], [], []
+    for option in args.options:
+        name = option.name
+        if option.positional or name is None:
+            if option.required:
+                required.append(option.dest)
+            continue
+        if name == "model_dir" or name.startswith("sagemaker_") or not is_line(name) or option.action in (
+                "help", "version"):
+            continue  # the SDK passes model_dir itself; sagemaker_* names are SageMaker's
+        flag = f"--{name}"
+        if not option.takes_value:
+            flags.append(flag)
+        elif option.default is MISSING or option.default is None or not _usable(option.default):
+            (required if option.required else missing).append(flag)
+        elif name not in values:
+            values[name] = option.default
+    return Hyperparameters(values, tuple(flags), tuple(missing), tuple(required))
+
+
+def _line(text: str, comment: str = "") -> str:
+    if not comment:
+        return text
+    return f"{text.ljust(_COMMENT_COLUMN - 1)} # {comment}" if len(text) < _COMMENT_COLUMN - 1 else f"{text}  # {comment}"
+
+
+def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_version: str, region: str | None,
+                 gpu: str = DEFAULT_GPU) -> str:
+    """The commented job spec for `script`, to be written at `spec_path`."""
+    script, spec_path = script.resolve(), spec_path.resolve()
+    source_dir = Path(os.path.relpath(script.parent, spec_path.parent)).as_posix()
+    region = region if region and patterns.REGION.matches(region) else "us-east-1"
+    hps = hyperparameters(facts.args)
+    spec_name = spec_path.name
+    out = [
+        f"# A starting job spec for {script.name}, written by `smtrain init`. Check it: smtrain validate {spec_name}",
+        "# Every field: README \"The job spec\"; for your editor: smtrain schema > smtrain.schema.json",
+        _line(f"name: {job_name(script)}", "job-name prefix: SageMaker's job is <name>-<time>-<4 hex>"),
+        "# Replace with your SageMaker execution role: this placeholder passes `validate`, not SageMaker.",
+        f"role: {PLACEHOLDER_ROLE}",
+        _line(f"region: {region}", "where the job runs (else AWS_REGION / ~/.aws/config)"),
+        "tensorflow:",
+        _line(f"  version: {_scalar(tf_version)}", "the SageMaker TensorFlow training image; Keras 3 from 2.16"),
+        _line("compute:", "smtrain picks the cheapest instance that fits: `smtrain instances`"),
+        _line(f"  gpu: {gpu}", "GPU model: T4, A10G, L4, L40S, V100, A100, H100, ..."),
+        _line("  gpus_per_node: 1", "more GPUs on one node: MirroredStrategy over them"),
+        _line("  nodes: 1", "more nodes: MultiWorkerMirroredStrategy across them"),
+        _line("  max_run: 1d", "the job is stopped after this long"),
+        "code:",
+        _line(f"  source_dir: {_scalar(source_dir)}", "your code, relative to this file: shipped with the job"),
+        _line(f"  entry_point: {_scalar(script.name)}", "the script SageMaker runs, in source_dir"),
+    ]
+    if (script.parent / REQUIREMENTS).is_file():
+        out.append(_line(f"  requirements: {REQUIREMENTS}", "pip-installed in the container before the script runs"))
+    out += [
+        _line("  wrap: true", "run the script unchanged inside the strategy smtrain picks; model.fit"),
+        _line("", "and model.save made right for several GPUs and nodes (README \"Your own script\")"),
+    ]
+    if facts.channels:
+        out.append(_line("inputs:", "each channel is a directory in the container: SM_CHANNEL_<NAME>"))
+        for channel in facts.channels:
+            out.append(_line(f"  {_scalar(channel)}: {PLACEHOLDER_BUCKET}/data/{channel}",
+                             "replace: your data (s3://, or a local directory for --local)"))
+    else:
+        out += ["# inputs:                         # the script reads no SM_CHANNEL_* variable; a channel:",
+                f"#   train: {PLACEHOLDER_BUCKET}/data/train     # a directory in the container: SM_CHANNEL_TRAIN"]
+    out.append(_line(f"output: {PLACEHOLDER_BUCKET}/smtrain",
+                     "replace: where the model, output and code go (s3://, or a local directory)"))
+    out += _hyperparameter_lines(hps, facts)
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def _hyperparameter_lines(hps: Hyperparameters, facts: ScriptFacts) -> list[str]:
+    notes = []
+    if facts.parse_error:
+        notes.append(f"the script could not be read ({facts.parse_error}): add its options here")
+    elif not facts.args.options:
+        notes.append("the script declares no argparse option: add `name: value` pairs for it here")
+    if hps.required:
+        notes.append("required, set them: " + ", ".join(hps.required))
+    if hps.without_default:
+        notes.append("no literal default, left out: " + ", ".join(hps.without_default))
+    if hps.flags:
+        notes.append("flags, left out (SageMaker passes `--name value`; a flag takes no value): "
+                     + ", ".join(hps.flags))
+    head = _line("hyperparameters:" + ("" if hps.values else " {}"),
+                 "passed to the script as `--name value`: its argparse defaults")
+    lines = [head]
+    lines += [f"  {_scalar(name)}: {_scalar(value)}" for name, value in hps.values.items()]
+    indent = "  " if hps.values else ""
+    lines += [f"{indent}# {note}" for note in notes]
+    return lines

@@ -1,0 +1,294 @@
+"""smtrain_tf.fit and smtrain_tf.save in a script of the user's own, trained for real under each strategy."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.horovod_env import horovod_python, rank_output, run_two_ranks
+
+from .conftest import ENTRYPOINTS
+from .sagemaker_env import Host, free_ports, make_host, metric_lines, mwms_tf_config, parse_metrics, ps_tf_config
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 300
+
+# The user's script: their argparse, their data loading, their model; smtrain_tf for the rest.
+SCRIPT = '''
+import argparse, glob, json, os
+
+import numpy as np
+import smtrain_tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=2)
+parser.add_argument("--batch_size", type=int, default=32)
+parser.add_argument("--model_dir", default=None)
+args = parser.parse_args()
+
+
+def load(name):
+    parts = [np.load(path) for path in sorted(glob.glob(os.path.join(smtrain_tf.channel(name), "*.npz")))]
+    return np.concatenate([p["x"] for p in parts]), np.concatenate([p["y"] for p in parts])
+
+
+strategy = smtrain_tf.strategy()
+import tensorflow as tf  # noqa: E402
+
+tf.keras.utils.set_random_seed(7)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((8, 8)), tf.keras.layers.Flatten(),
+                                 tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(10)])
+    model.compile(optimizer=tf.keras.optimizers.Adam(smtrain_tf.scaled_learning_rate(0.002, "sqrt")),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+log = os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], "epochs.csv")
+train, validation = load("train"), load("validation")
+if os.environ.get("AS_DATASETS"):  # the same data as tf.data datasets of examples
+    train, validation = (tf.data.Dataset.from_tensor_slices(pair) for pair in (train, validation))
+history = smtrain_tf.fit(model, train, validation, epochs=args.epochs,
+                         batch_size_per_replica=args.batch_size, shuffle_buffer=2000,
+                         callbacks=[tf.keras.callbacks.CSVLogger(log)])
+print(f"history epochs={history.epoch} hyperparameters={json.dumps(smtrain_tf.hyperparameters(), sort_keys=True)}")
+print("saved " + json.dumps(smtrain_tf.save(model)), flush=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The job's code directory as the bundle lays it out: the user's script beside smtrain_tf."""
+    root = tmp_path_factory.mktemp("code")
+    shutil.copytree(Path(ENTRYPOINTS) / "smtrain_tf", root / "smtrain_tf",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "train.py").write_text(SCRIPT)
+    return root
+
+
+def _ok(host: Host, code: int) -> None:
+    assert code == 0, f"{host.name} exited {code}\nstdout:\n{host.stdout()[-3000:]}\nstderr:\n{host.stderr()[-3000:]}"
+    assert not host.failure_file.exists()
+
+
+def _digest(text: str) -> str:
+    found = re.findall(r"^weights_sha256=([0-9a-f]{64})$", text, re.M)
+    assert len(found) == 1, text[-2000:]
+    return found[0]
+
+
+def _saved(text: str) -> list[str]:
+    return json.loads(re.search(r"^saved (\[.*\])$", text, re.M).group(1))
+
+
+def _chief_artifacts(host: Host, text: str) -> None:
+    assert _saved(text) == [str(host.model_dir / "1"), str(host.model_dir / "model.keras")]
+    assert sorted(p.name for p in host.model_dir.iterdir()) == ["1", "model.keras"]
+    assert (host.model_dir / "1" / "saved_model.pb").is_file()
+
+
+def _val_accuracy(text: str) -> float:
+    return float(parse_metrics(metric_lines(text)[-1])["val_accuracy"])
+
+
+def _heldout_accuracy(host: Host, digits: dict[str, np.ndarray]) -> float:
+    import tensorflow as tf
+
+    model = tf.keras.models.load_model(str(host.model_dir / "model.keras"))
+    keras_accuracy = float(np.mean(model.predict(digits["x_val"], verbose=0).argmax(axis=1) == digits["y_val"]))
+    serve = tf.saved_model.load(str(host.model_dir / "1")).signatures["serving_default"]
+    [name] = serve.structured_input_signature[1]
+    [outputs] = serve(**{name: tf.constant(digits["x_val"])}).values()
+    assert np.mean(outputs.numpy().argmax(axis=1) == digits["y_val"]) == pytest.approx(keras_accuracy)
+    return keras_accuracy
+
+
+def _host(root: Path, digits_npz: dict[str, Path], epochs: int, **kwargs) -> Host:
+    return make_host(root, kwargs.pop("name", "algo-1"), kwargs.pop("names", ["algo-1"]), channels=digits_npz,
+                     hyperparameters={"epochs": epochs, "batch_size": 32}, **kwargs)
+
+
+# --- one process ----------------------------------------------------------------------------------
+
+def test_default_strategy_trains_saves_and_resumes(tmp_path: Path, code: Path, digits_npz, digits,
+                                                   hosts: list[Host]) -> None:
+    host = _host(tmp_path, digits_npz, 6)
+    hosts.append(host.start(script=code / "train.py"))
+    _ok(host, host.wait(TIMEOUT))
+    out = host.stdout()
+    assert out.splitlines()[0].startswith("gpus: none")
+    assert "config strategy=default replicas=1" in out and "effective_batch_size=32" in out
+    assert [parse_metrics(line)["epoch"] for line in metric_lines(out)] == [str(e) for e in range(1, 7)]
+    # The script's own hyperparameters, as the SDK sends them: SM_HPS's types, no smtrain settings.
+    assert 'hyperparameters={"batch_size": 32, "epochs": 6, "model_dir": "s3://' in out
+    assert "history epochs=[0, 1, 2, 3, 4, 5]" in out
+    _chief_artifacts(host, out)
+    assert _heldout_accuracy(host, digits) >= 0.9
+    assert len((host.base / "output" / "data" / "epochs.csv").read_text().splitlines()) == 7  # header + 6
+
+    # The job restarted (a spot interruption) with two more epochs: it goes on from the checkpoint.
+    again = _host(tmp_path, digits_npz, 8)
+    hosts.append(again.start(script=code / "train.py", tag="-resumed"))
+    _ok(again, again.wait(TIMEOUT))
+    out = again.stdout()
+    steps = 6 * ((len(digits["y_train"])) // 32)
+    assert re.search(rf"^resumed from .*ckpt-{steps} at epoch 6 step {steps}$", out, re.M), out[-2000:]
+    assert [parse_metrics(line)["epoch"] for line in metric_lines(out)] == ["7", "8"]
+    assert "history epochs=[6, 7]" in out
+    assert _heldout_accuracy(again, digits) >= 0.9
+
+
+def test_mirrored_over_two_cpu_replicas(tmp_path: Path, code: Path, digits_npz, hosts: list[Host]) -> None:
+    host = _host(tmp_path, digits_npz, 4)
+    host.env["SMTRAIN_CPU_REPLICAS"] = "2"
+    hosts.append(host.start(script=code / "train.py"))
+    _ok(host, host.wait(TIMEOUT))
+    out = host.stdout()
+    config = parse_metrics(next(line for line in out.splitlines() if line.startswith("config ")))
+    assert (config["strategy"], config["replicas"], config["global_batch_size"]) == ("mirrored", "2", "64")
+    assert len(metric_lines(out)) == 4 and _val_accuracy(out) >= 0.85
+    _chief_artifacts(host, out)
+
+
+# --- several processes ----------------------------------------------------------------------------
+
+def test_multi_worker_mirrored_two_processes(tmp_path: Path, code: Path, digits_npz, hosts: list[Host]) -> None:
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    names = ["algo-1", "algo-2"]
+    chief, worker = (_host(tmp_path, digits_npz, 3, name=name, names=names, tf_config=mwms_tf_config(addresses, i),
+                           framework_params={"sagemaker_multi_worker_mirrored_strategy_enabled": True})
+                     for i, name in enumerate(names))
+    hosts.extend([chief.start(script=code / "train.py"), worker.start(script=code / "train.py")])
+    _ok(chief, chief.wait(TIMEOUT))
+    _ok(worker, worker.wait(TIMEOUT))
+    assert "config strategy=multi_worker_mirrored replicas=2 workers=2" in chief.stdout()
+    assert _digest(chief.stdout()) == _digest(worker.stdout())
+    assert len(metric_lines(chief.stdout())) == 3 and not metric_lines(worker.stdout())
+    assert _val_accuracy(chief.stdout()) >= 0.85
+    _chief_artifacts(chief, chief.stdout())
+    assert _saved(worker.stdout()) == [] and list(worker.model_dir.iterdir()) == []
+    assert list(worker.checkpoint_dir.iterdir()) == [] and any(chief.checkpoint_dir.iterdir())
+
+
+def test_parameter_server_chief_worker_and_ps(tmp_path: Path, code: Path, digits_npz, hosts: list[Host]) -> None:
+    master, worker_address, ps_address = (f"127.0.0.1:{port}" for port in free_ports(3))
+
+    def member(name: str, task: str, suffix: str = "") -> Host:
+        made = _host(tmp_path, digits_npz, 3, name=name, names=["algo-1", "algo-2"], suffix=suffix,
+                     tf_config=ps_tf_config(master, [worker_address], [ps_address], task, 0),
+                     framework_params={"sagemaker_parameter_server_enabled": True})
+        made.name += suffix
+        return made
+
+    chief, worker, ps = member("algo-1", "master"), member("algo-2", "worker"), member("algo-1", "ps", "-ps")
+    chief.env["AS_DATASETS"] = "1"  # each worker rebuilds the chief's dataset from its graph
+    hosts.extend([ps.start(script=code / "train.py"), worker.start(script=code / "train.py"),
+                  chief.start(script=code / "train.py")])
+    for each in (chief, worker, ps):
+        _ok(each, each.wait(TIMEOUT))
+    out = chief.stdout()
+    assert "config strategy=parameter_server" in out
+    assert [parse_metrics(line)["epoch"] for line in metric_lines(out)] == ["1", "2", "3"]
+    assert _val_accuracy(out) >= 0.8
+    _chief_artifacts(chief, out)
+    for server in (worker, ps):
+        # strategy() served until the chief was done and ended the process: the script went no further.
+        assert "has finished; stopping" in server.stdout() and "history" not in server.stdout()
+
+
+def _mpirun(python: Path, host: Host, script: Path) -> tuple[int, str]:
+    return run_two_ranks(python, script, host.args, host.env, host.log_dir / "ranks", TIMEOUT)
+
+
+@pytest.mark.horovod
+def test_horovod_two_ranks_keras_2(tmp_path: Path, code: Path, digits_npz) -> None:
+    python = horovod_python()
+    if python is None:
+        message = "the Horovod environment is not built: run `make horovod-env`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    host = _host(tmp_path, digits_npz, 6, framework_params={"sagemaker_mpi_enabled": True,
+                                                            "sagemaker_mpi_num_of_processes_per_host": 2})
+    # Two micro-batches per step: the ranks' gradients are averaged once per step, after both.
+    host.env["SMTRAIN_GRADIENT_ACCUMULATION_STEPS"] = "2"
+    code_run, out = _mpirun(python, host, code / "train.py")
+    assert code_run == 0, out[-4000:]
+    assert not host.failure_file.exists()
+    first, second = (rank_output(host.log_dir / "ranks", rank, ("stdout", "stderr")) for rank in (0, 1))
+    for text in (first, second):
+        assert ("config strategy=horovod replicas=2 workers=2 batch_size_per_replica=32 global_batch_size=64 "
+                "gradient_accumulation_steps=2 effective_batch_size=128") in text
+    # Rank 0's weights are broadcast after the first step only: equal digests need every later step averaged.
+    assert _digest(first) == _digest(second)
+    assert len(metric_lines(first)) == 6 and not metric_lines(second)
+    assert _val_accuracy(first) >= 0.85
+    _chief_artifacts(host, first)
+    assert _saved(second) == []
+
+
+# --- misuse ------------------------------------------------------------------------------------------
+
+MISUSE = '''
+import numpy as np
+import smtrain_tf
+
+strategy = smtrain_tf.strategy()
+import tensorflow as tf  # noqa: E402
+
+x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+y = (x[:, 0] > 0).astype("int64")
+
+
+def model():
+    with strategy.scope():
+        return tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(2)])
+
+
+outside = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(2)])
+for call in (lambda: smtrain_tf.fit(outside, (x, y), batch_size_per_replica=8, loss="mse", optimizer="sgd"),
+             lambda: smtrain_tf.fit(model(), (x, y), batch_size_per_replica=8),
+             lambda: smtrain_tf.fit(model(), (x, y), batch_size_per_replica=8, loss="mse"),
+             lambda: smtrain_tf.fit(model(), (x, y), optimizer="sgd", loss="mse",
+                                    callbacks=[tf.keras.callbacks.LambdaCallback(), tf.keras.callbacks.ProgbarLogger()]),
+             lambda: smtrain_tf.fit(model(), (x, y), optimizer="sgd", loss="mse"),
+             lambda: smtrain_tf.fit(model(), tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8), loss="mse",
+                                    optimizer="sgd")):
+    try:
+        call()
+    except ValueError as exc:
+        print("ValueError:", exc)
+
+# An uncompiled model with both given trains; EarlyStopping ends it after two epochs.
+stopper = tf.keras.callbacks.EarlyStopping(monitor="loss", patience=0, min_delta=100)
+history = smtrain_tf.fit(model(), (x, y), epochs=5, batch_size_per_replica=8, optimizer="sgd", checkpoint=False,
+                         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), callbacks=[stopper])
+print("stopped after", history.epoch)
+'''
+
+
+def test_misuse_is_refused_with_a_clear_message(tmp_path: Path, code: Path) -> None:
+    (code / "misuse.py").write_text(MISUSE)
+    host = make_host(tmp_path, "algo-1", ["algo-1"], channels={}, hyperparameters={})
+    host.env["SMTRAIN_CPU_REPLICAS"] = "2"
+    code_run = host.start(script=code / "misuse.py").wait(TIMEOUT)
+    out = host.stdout()
+    assert code_run == 0, out[-2000:] + host.stderr()[-3000:]
+    errors = [line for line in out.splitlines() if line.startswith("ValueError: ")]
+    assert errors.pop(0) == ("ValueError: smtrain_tf.fit: the model's variables were not created under the job's "
+                             "strategy (mirrored): build and compile the model inside `with "
+                             "smtrain_tf.strategy().scope():`")
+    assert errors[0] == ("ValueError: smtrain_tf.fit needs a loss and an optimizer: compile the model first "
+                         "(model.compile(optimizer=..., loss=...)) or pass loss=... and optimizer=...")
+    assert errors[1] == ("ValueError: smtrain_tf.fit needs an optimizer: compile the model first "
+                         "(model.compile(optimizer=..., loss=...)) or pass optimizer=...")
+    assert "cannot drive the callback(s) LambdaCallback, ProgbarLogger" in errors[2]
+    assert errors[3] == "ValueError: smtrain_tf.fit: train is a pair of arrays: pass batch_size_per_replica"
+    assert "length of the training data is unknown or infinite (batches): pass steps_per_epoch" in errors[4]
+    assert len(errors) == 5
+    assert "stopped after [0, 1]" in out
+    assert len(metric_lines(out)) == 2 and not host.failure_file.exists()

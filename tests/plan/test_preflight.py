@@ -1,0 +1,384 @@
+"""The preflight scan, rule by rule: each on a small script where it must fire and one where it must not."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from smtrain.plan.build import build_plan
+from smtrain.plan.catalog import load_catalog
+from smtrain.plan.preflight import Finding, context_of, python_files, scan, scan_files
+from smtrain.plan.preflight_rules import JobContext
+from smtrain.spec.model import load_spec
+from tests.support.specfiles import write_spec
+
+CATALOG = load_catalog()
+ONE_GPU = JobContext(nodes=1, gpus=1, strategy="none", keras3=True, framework_version="2.19")
+TWO_NODES = JobContext(nodes=2, gpus=1, strategy="multi_worker_mirrored", processes=2, keras3=True,
+                       framework_version="2.19")
+
+
+def findings(tmp_path: Path, files: dict[str, str] | str, job: JobContext = ONE_GPU, entry: str = "train.py",
+             py_version: str | None = None) -> list[Finding]:
+    if isinstance(files, str):
+        files = {entry: files}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(textwrap.dedent(text))
+    return scan_files(entry, python_files(tmp_path), job, py_version)
+
+
+def hits(found: list[Finding], rule: str) -> list[tuple[str, int]]:
+    return [(f.file, f.line) for f in found if f.rule == rule]
+
+
+# --- API rules ----------------------------------------------------------------------------------
+
+def test_multi_gpu_model(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import tensorflow as tf
+        from tensorflow.keras.utils import multi_gpu_model
+        model = tf.keras.Sequential()
+        parallel = multi_gpu_model(model, gpus=4)
+        """)
+    assert hits(found, "multi-gpu-model") == [("train.py", 2)]
+    assert "removed in TensorFlow 2.4" in found[0].message and "(also line 4)" in found[0].message
+    assert "code.wrap: true" in found[0].fix
+    assert findings(tmp_path / "no", "import tensorflow as tf\ntf.keras.utils.plot_model(m)\n") == []
+
+
+def test_tf_estimator_through_any_spelling(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import tensorflow.compat.v1 as tf1
+        import tensorflow as tf
+        est = tf.estimator.Estimator(model_fn)
+        spec = tf1.estimator.EstimatorSpec(mode)
+        """)
+    assert hits(found, "tf-estimator") == [("train.py", 3)]  # one finding, naming each line
+    assert "removed in TensorFlow 2.16" in found[0].message and "(also line 4)" in found[0].message
+    # A variable of the user's named `estimator` is no tf.estimator.
+    assert findings(tmp_path / "no", "estimator = build()\nestimator.train()\n") == []
+
+
+def test_tf_contrib(tmp_path: Path) -> None:
+    found = findings(tmp_path, "import tensorflow as tf\nfrom tensorflow.contrib import slim\nx = tf.contrib.layers\n")
+    assert [f.line for f in found if f.rule == "tf-contrib"] == [2] and "(also line 3)" in found[0].message
+    assert findings(tmp_path / "no", "import tensorflow as tf\nx = tf.keras.layers.Dense(3)\n") == []
+
+
+def test_tf1_sessions_and_placeholders(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import tensorflow.compat.v1 as tf
+        x = tf.placeholder(tf.float32, [None, 3])
+        with tf.Session() as sess:
+            pass
+        """)
+    assert hits(found, "tf1-graph-mode") == [("train.py", 2), ("train.py", 3)]
+    assert "tf.compat.v1.Session" in found[1].message
+    # requests' Session and TF 2's tf.function are not graph mode.
+    assert findings(tmp_path / "no", """\
+        import requests
+        import tensorflow as tf
+        s = requests.Session()
+        step = tf.function(lambda x: x)
+        """) == []
+
+
+# --- strategies ---------------------------------------------------------------------------------
+
+MIRRORED = """\
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+"""
+
+
+def test_mirrored_strategy_on_several_nodes(tmp_path: Path) -> None:
+    found = findings(tmp_path, MIRRORED, TWO_NODES)
+    assert hits(found, "mirrored-multi-node") == [("train.py", 2)]
+    assert "2 nodes" in found[0].message and "MultiWorkerMirroredStrategy" in found[0].fix
+    assert findings(tmp_path / "one", MIRRORED, ONE_GPU) == []
+
+
+MWMS = """\
+from tensorflow.distribute import MultiWorkerMirroredStrategy
+strategy = MultiWorkerMirroredStrategy()
+"""
+
+
+def test_mwms_on_one_node_with_one_gpu(tmp_path: Path) -> None:
+    found = findings(tmp_path, MWMS, JobContext(nodes=1, gpus=1, keras3=False))
+    assert hits(found, "mwms-single-gpu") == [("train.py", 2)]
+    assert findings(tmp_path / "four", MWMS, JobContext(nodes=1, gpus=4, strategy="mirrored", keras3=False)) == []
+
+
+# --- Keras 3 fit --------------------------------------------------------------------------------
+
+FIT = """\
+import tensorflow as tf
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(loss="mse")
+model.fit(x, y, epochs=2)
+"""
+
+
+def test_keras3_fit_under_mwms_unwrapped(tmp_path: Path) -> None:
+    found = findings(tmp_path, FIT, JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, keras3=True,
+                                               framework_version="2.19"))
+    assert hits(found, "keras3-fit-multi-worker") == [("train.py", 4)]
+    assert "keras-team/keras#20585" in found[0].message and "code.wrap" in found[0].fix
+    ps = findings(tmp_path / "ps", FIT, JobContext(nodes=2, strategy="parameter_server", processes=2, keras3=True,
+                                                   framework_version="2.19"))
+    assert hits(ps, "keras3-fit-multi-worker") == [("train.py", 4)] and "smtrain_tf.fit" in ps[0].fix
+
+
+def test_keras3_fit_when_the_script_builds_mwms_itself(tmp_path: Path) -> None:
+    script = FIT + "strategy = tf.distribute.MultiWorkerMirroredStrategy()\n"
+    found = findings(tmp_path, script, JobContext(nodes=1, gpus=4, strategy="mirrored", keras3=True))
+    assert hits(found, "keras3-fit-multi-worker") == [("train.py", 4)]
+
+
+@pytest.mark.parametrize(("why", "script", "job"), [
+    ("wrapped", FIT, JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, keras3=True, wrapped=True)),
+    ("Keras 2 (TF 2.15)", FIT, JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, keras3=False)),
+    ("one device", FIT, ONE_GPU),
+    ("tf_keras", FIT.replace("import tensorflow as tf", "import tensorflow as tf\nimport tf_keras"),
+     JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, keras3=True)),
+    ("smtrain_tf.fit and a scaler", "import tensorflow as tf\nimport smtrain_tf\nsmtrain_tf.fit(model, data)\n"
+     "scaler.fit(x)\n", JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, keras3=True)),
+])
+def test_keras3_fit_left_alone(tmp_path: Path, why: str, script: str, job: JobContext) -> None:
+    assert hits(findings(tmp_path, script, job), "keras3-fit-multi-worker") == [], why
+
+
+# --- CUDA_VISIBLE_DEVICES -------------------------------------------------------------------------
+
+def test_hard_coded_cuda_visible_devices(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import os
+        from os import environ
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        environ.setdefault("CUDA_VISIBLE_DEVICES", "0,1")
+        os.putenv("CUDA_VISIBLE_DEVICES", "1")
+        os.environ.update({"CUDA_VISIBLE_DEVICES": "2"})
+        """)
+    assert [f.line for f in found if f.rule == "cuda-visible-devices"] == [3]
+    assert "(also lines 4, 5, 6)" in found[0].message
+    assert findings(tmp_path / "no", """\
+        import os
+        print(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        """) == []
+
+
+# --- local paths ---------------------------------------------------------------------------------
+
+def test_hard_coded_local_paths(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import argparse, os
+        from pathlib import Path
+        import numpy as np
+        import tensorflow as tf
+        DATA = "/home/me/mnist"
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--train", default="/Users/me/data/train")
+        x = np.load(os.path.join(DATA, "x.npy"))
+        with open(f"~/data/{name}.csv") as f:
+            pass
+        ds = tf.data.TFRecordDataset(str(Path("/data/records") / "train.tfrecord"))
+        model.save("/home/me/models/model.keras")
+        """)
+    assert hits(found, "local-path") == [("train.py", n) for n in (7, 8, 9, 11, 12)]
+    by_line = {f.line: f for f in found}
+    assert "'/Users/me/data/train'" in by_line[7].message and "SM_CHANNEL_TRAIN" in by_line[7].fix
+    assert "'/home/me/mnist'" in by_line[8].message
+    assert "SM_MODEL_DIR" in by_line[12].fix and "lost when the job ends" in by_line[12].message
+
+
+def test_channel_and_system_paths_are_not_local(tmp_path: Path) -> None:
+    assert findings(tmp_path, """\
+        import os
+        import numpy as np
+        train = os.environ.get("SM_CHANNEL_TRAIN", "/home/me/data/train")
+        x = np.load(os.path.join(os.getenv("SM_CHANNEL_TRAIN", "/home/me/data"), "x.npy"))
+        y = np.load("/opt/ml/input/data/train/y.npy")
+        np.save("/tmp/scratch.npy", x)
+        z = np.load("data/z.npy")
+        with open("/".join(parts)) as f:
+            pass
+        model.load_weights("s3://bucket/weights.h5")
+        """) == []
+
+
+# --- the model saved by every worker ---------------------------------------------------------------
+
+SAVE = """\
+import os
+import tensorflow as tf
+model = tf.keras.Sequential()
+model.save(os.path.join(os.environ["SM_MODEL_DIR"], "model.keras"))
+"""
+
+
+def test_every_worker_saves(tmp_path: Path) -> None:
+    found = findings(tmp_path, SAVE, TWO_NODES)
+    assert hits(found, "save-every-worker") == [("train.py", 4)]
+    assert "2 workers" in found[0].message and "smtrain_tf.save(model)" in found[0].fix
+    # A function that saves counts as guarded only when every call of it is.
+    helper = ("def export(model):\n    model.save('/opt/ml/model/1')\nif is_chief:\n    export(model)\n"
+              "export(model)\n")
+    assert hits(findings(tmp_path / "helper", helper, TWO_NODES), "save-every-worker") == [("train.py", 2)]
+    hvd = findings(tmp_path / "hvd", SAVE, JobContext(nodes=1, gpus=4, strategy="horovod", processes=4))
+    assert hits(hvd, "save-every-worker") == [("train.py", 4)] and "hvd.rank() == 0" in hvd[0].fix
+
+
+@pytest.mark.parametrize(("why", "script", "job"), [
+    ("one node", SAVE, ONE_GPU),
+    ("wrapped", SAVE, JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, wrapped=True)),
+    ("under is_chief", SAVE.replace("model.save(", "if smtrain_tf.is_chief():\n    model.save("), TWO_NODES),
+    ("under rank 0", SAVE.replace("model.save(", "if hvd.rank() == 0:\n    model.save("),
+     JobContext(nodes=1, gpus=4, strategy="horovod", processes=4)),
+    ("after an early return", "def finish(model, task_index):\n    if task_index != 0:\n        return\n"
+     "    model.save('/opt/ml/model/m.keras')\n", TWO_NODES),
+    ("in a function called on the first host only", "def export(model):\n    model.save('/opt/ml/model/1')\n"
+     "if args.current_host == args.hosts[0]:\n    export(model)\n", TWO_NODES),
+    ("not a model", "import numpy as np\nnp.save('/opt/ml/model/x.npy', x)\nckpt.save('/opt/ml/checkpoints/c')\n"
+     "import smtrain_tf\nsmtrain_tf.save(model)\n", TWO_NODES),
+])
+def test_saves_left_alone(tmp_path: Path, why: str, script: str, job: JobContext) -> None:
+    assert hits(findings(tmp_path, script, job), "save-every-worker") == [], why
+
+
+# --- argparse against the hyperparameters ------------------------------------------------------------
+
+PARSER = """\
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=5)
+parser.add_argument("--batch-size", type=int, default=32)
+args = parser.parse_args()
+"""
+
+
+def test_parse_args_with_undeclared_hyperparameters(tmp_path: Path) -> None:
+    job = JobContext(hyperparameters=("epochs", "lr", "momentum"))
+    found = findings(tmp_path, PARSER, job)
+    assert hits(found, "undeclared-hyperparameters") == [("train.py", 5)]
+    assert found[0].message.endswith("--lr, --momentum, --model_dir")
+    assert "remove lr, momentum from the spec's hyperparameters:" in found[0].fix
+    assert "SageMaker passes --model_dir to every TensorFlow script" in found[0].fix
+
+
+def test_declared_abbreviated_or_lenient_parsers_pass(tmp_path: Path) -> None:
+    declared = PARSER.replace("args = ", 'parser.add_argument("--model_dir")\nargs = ')
+    # argparse takes --epoch for --epochs (a unique prefix), as SageMaker's `--epoch 3` would arrive.
+    assert findings(tmp_path / "a", declared, JobContext(hyperparameters=("epoch", "batch-size"))) == []
+    assert findings(tmp_path / "b", PARSER.replace("parse_args()", "parse_known_args()"),
+                    JobContext(hyperparameters=("lr",))) == []
+    # Options added in a loop cannot be read: no guess.
+    unread = PARSER.replace("args = ", 'for n in names:\n    parser.add_argument(f"--{n}")\nargs = ')
+    assert findings(tmp_path / "c", unread, JobContext(hyperparameters=("lr",))) == []
+    no_abbrev = declared.replace("ArgumentParser()", "ArgumentParser(allow_abbrev=False)")
+    found = findings(tmp_path / "d", no_abbrev, JobContext(hyperparameters=("epoch",)))
+    assert [f.message.rsplit(": ", 1)[1] for f in found] == ["--epoch"]
+
+
+def test_the_parser_in_an_imported_module(tmp_path: Path) -> None:
+    found = findings(tmp_path, {"train.py": "from config import get_args\nargs = get_args()\n",
+                                "config.py": "import argparse\n\ndef get_args():\n" + "".join(
+                                    "    " + line + "\n" for line in PARSER.splitlines()[1:]) + "    return args\n"},
+                     JobContext(hyperparameters=("lr",)))
+    assert hits(found, "undeclared-hyperparameters") == [("config.py", 7)]
+
+
+def test_a_flag_given_a_value(tmp_path: Path) -> None:
+    script = PARSER.replace("args = ", 'parser.add_argument("--amp", action="store_true")\n'
+                                       'parser.add_argument("--model_dir")\nargs = ')
+    found = findings(tmp_path, script, JobContext(hyperparameters=("amp",)))
+    assert hits(found, "flag-hyperparameter") == [("train.py", 5)]
+    assert "store_true" in found[0].message and "parse_args() fails on the value" in found[0].message
+    assert findings(tmp_path / "no", script, JobContext(hyperparameters=("epochs",))) == []
+
+
+def test_required_arguments_the_spec_does_not_give(tmp_path: Path) -> None:
+    script = PARSER.replace("args = ", 'parser.add_argument("data_dir")\n'
+                                       'parser.add_argument("--seed", type=int, required=True)\n'
+                                       'parser.add_argument("--model_dir")\nargs = ')
+    found = findings(tmp_path, script, JobContext(hyperparameters=()))
+    assert hits(found, "required-argument") == [("train.py", 5), ("train.py", 6)]
+    assert "positional argument data_dir" in found[0].message and "--seed" in found[1].message
+    given = findings(tmp_path / "given", script.replace('parser.add_argument("data_dir")\n', ""),
+                     JobContext(hyperparameters=("seed",)))
+    assert given == []
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+def test_a_syntax_error_is_one_finding(tmp_path: Path) -> None:
+    found = findings(tmp_path, {"train.py": "import util\n", "util.py": "def f(:\n    pass\n"})
+    assert [(f.file, f.line, f.rule) for f in found] == [("util.py", 1, "syntax-error")]
+    assert findings(tmp_path / "ok", "def f():\n    pass\n") == []
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="the scan's Python must read a match statement")
+def test_syntax_newer_than_the_containers_python(tmp_path: Path) -> None:
+    script = "match x:\n    case 1:\n        pass\n"
+    found = findings(tmp_path, script, py_version="py39")
+    assert [f.rule for f in found] == ["python-version"] and "Python 3.9" in found[0].message
+    assert findings(tmp_path / "new", script, py_version="py310") == []
+
+
+def test_job_rules_judge_the_files_that_run_api_rules_every_file(tmp_path: Path) -> None:
+    found = findings(tmp_path, {
+        "train.py": "from lib import model_utils\nimport tensorflow as tf\n",
+        "lib/__init__.py": "",
+        "lib/model_utils.py": MIRRORED,  # imported: it runs
+        "old_experiment.py": MIRRORED + "from tensorflow.contrib import slim\n",  # shipped, never run
+        ".venv/lib/site.py": "import tensorflow.contrib\n",  # hidden: not shipped
+        "__pycache__/x.py": "import tensorflow.contrib\n",
+    }, TWO_NODES)
+    assert [(f.file, f.rule) for f in found] == [("lib/model_utils.py", "mirrored-multi-node"),
+                                                 ("old_experiment.py", "tf-contrib")]
+
+
+# --- through a Plan -------------------------------------------------------------------------------
+
+def plan_for(tmp_path: Path, changes: dict, script: str):
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "train.py").write_text(textwrap.dedent(script))
+    base = {"compute": {"instance_type": "ml.g5.xlarge"}, "code": {"source_dir": "src", "entry_point": "train.py"}}
+    for key, value in changes.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return build_plan(load_spec(write_spec(tmp_path, base), env={}), CATALOG)
+
+
+def test_the_plan_gives_the_job_context(tmp_path: Path) -> None:
+    plan = plan_for(tmp_path, {"compute": {"nodes": 2}, "code": {"wrap": True},
+                               "hyperparameters": {"epochs": 3, "lr": 0.1}}, PARSER)
+    job = context_of(plan)
+    assert (job.nodes, job.strategy, job.wrapped, job.keras3) == (2, "multi_worker_mirrored", True, True)
+    assert job.hyperparameters == ("epochs", "lr")
+    found = scan(plan)
+    assert hits(found, "undeclared-hyperparameters") == [("train.py", 5)]
+    assert "--lr, --model_dir" in found[0].message
+
+
+def test_legacy_keras_in_the_environment_is_keras_2(tmp_path: Path) -> None:
+    plan = plan_for(tmp_path, {"compute": {"nodes": 2}, "environment": {"TF_USE_LEGACY_KERAS": "1"}}, FIT)
+    assert context_of(plan).keras3 is False
+    assert hits(scan(plan), "keras3-fit-multi-worker") == []
+
+
+def test_the_bundled_entrypoint_is_not_scanned(tmp_path: Path) -> None:
+    plan = build_plan(load_spec(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}}), env={}),
+                      CATALOG)
+    assert scan(plan) == []
+
+
+def test_a_finding_renders_as_a_compiler_warning() -> None:
+    finding = Finding("train.py", 12, "tf-contrib", "tf.contrib was removed", "use tf.keras")
+    assert finding.render() == "train.py:12: warning: tf.contrib was removed (fix: use tf.keras)"
+    assert finding.to_dict() == {"file": "train.py", "line": 12, "rule": "tf-contrib",
+                                 "message": "tf.contrib was removed", "fix": "use tf.keras"}

@@ -1,0 +1,96 @@
+"""The preflight scan through validate, plan and submit, as a user runs them: warnings at file:line on
+stderr, a `preflight` list in JSON, and --strict's exit 2 with nothing sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runner import smtrain
+from tests.support.specfiles import write_spec
+
+SCRIPT = """\
+import argparse
+import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=3)
+args = parser.parse_args()
+strategy = tf.distribute.MirroredStrategy()
+"""
+
+
+def job(tmp_path: Path, script: str = SCRIPT, **changes: object) -> str:
+    (tmp_path / "src").mkdir(parents=True)
+    (tmp_path / "src" / "train.py").write_text(script)
+    spec = {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 2},
+            "code": {"source_dir": "src", "entry_point": "train.py"}, "hyperparameters": {"epochs": 2}}
+    spec.update(changes)
+    return str(write_spec(tmp_path, spec))
+
+
+EXPECTED = [("train.py", 6, "undeclared-hyperparameters"), ("train.py", 7, "mirrored-multi-node")]
+
+
+def test_validate_warns_at_file_and_line(tmp_path: Path) -> None:
+    spec = job(tmp_path)
+    proc = smtrain("validate", spec)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if ": warning: " in line and line.startswith("train.py:")]
+    assert [line.split(": warning: ")[0] for line in lines] == ["train.py:6", "train.py:7"]
+    assert lines[0].endswith(")") and "(fix: " in lines[0] and "--model_dir" in lines[0]
+    assert "valid (multi_worker_mirrored on 2 x ml.g5.xlarge)" in proc.stdout
+
+
+def test_json_lists_the_findings_and_strict_makes_them_exit_2(tmp_path: Path) -> None:
+    spec = job(tmp_path)
+    for command in ("validate", "plan"):
+        proc = smtrain(command, spec, "-o", "json")
+        assert proc.returncode == 0, proc.stderr
+        found = json.loads(proc.stdout)["preflight"]
+        assert [(f["file"], f["line"], f["rule"]) for f in found] == EXPECTED
+        assert set(found[0]) == {"file", "line", "rule", "message", "fix"}
+        strict = smtrain(command, spec, "-o", "json", "--strict")
+        assert strict.returncode == 2 and json.loads(strict.stdout)["preflight"] == found
+        assert "2 preflight warnings and --strict" in strict.stderr
+    text = smtrain("validate", spec, "--strict")
+    assert text.returncode == 2 and "train.py:7: warning: MirroredStrategy()" in text.stderr
+    assert "valid" not in text.stdout
+
+
+def test_strict_submit_sends_nothing(tmp_path: Path) -> None:
+    spec = job(tmp_path)
+    for extra in (["--dry-run"], ["--dry-run", "-o", "json"], []):
+        proc = smtrain("submit", spec, "--strict", *extra, env={"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+                                                                 "AWS_ENDPOINT_URL": "http://127.0.0.1:9"})
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert proc.stdout == "" and "train.py:6: warning: parse_args()" in proc.stderr
+        assert "nothing was sent" in proc.stderr
+
+
+def test_a_clean_script_passes_strict(tmp_path: Path) -> None:
+    clean = SCRIPT.replace("tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()")
+    clean = clean.replace("args = ", 'parser.add_argument("--model_dir")\nargs = ')
+    spec = job(tmp_path, clean)
+    proc = smtrain("validate", spec, "--strict", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["preflight"] == []
+
+
+def test_the_bundled_entrypoint_has_an_empty_list(tmp_path: Path) -> None:
+    proc = smtrain("plan", str(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}})), "-o", "json",
+                   "--strict")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["preflight"] == []
+
+
+@pytest.mark.slow  # renders the request through the SageMaker SDK
+def test_the_dry_run_carries_the_findings(tmp_path: Path) -> None:
+    proc = smtrain("submit", job(tmp_path), "--dry-run", "-o", "json", "--job-name", "pf-1")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [(f["file"], f["line"], f["rule"]) for f in out["preflight"]] == EXPECTED
+    assert "warning: " not in proc.stderr  # in JSON mode they travel in the document
+    text = smtrain("submit", job(tmp_path / "t"), "--dry-run", "--job-name", "pf-2")
+    assert text.returncode == 0 and "train.py:7: warning: " in text.stderr and "Dry run" in text.stdout
