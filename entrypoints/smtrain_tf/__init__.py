@@ -13,9 +13,11 @@ and the functions a training script of your own may call to follow the same cont
 The names in `__all__` are the whole public face; everything else (the subpackages, names with a
 leading underscore) may change without notice. Importing this package imports neither TensorFlow
 nor anything else heavy: each function is loaded on first use, and the ones that need TensorFlow
-import it then. `smtrain_tf.scaling` (plain maths) is imported by smtrain itself at plan time.
+import it then. `smtrain_tf.scaling`, `.contract.hyperparameters` and `.models.names` (plain Python)
+are imported by smtrain itself at plan time.
 
-It must not import `smtrain`: only this directory is shipped in the job's source bundle.
+It must not import `smtrain`: only this directory (with smtrain_entry.py and smtrain_wrap.py) is
+shipped in the job's source bundle.
 """
 
 __version__ = "0.1.0"

@@ -8,8 +8,9 @@ smtrain's. Importing this module imports no TensorFlow; the functions that need 
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
 
 from . import scaling
 from .contract import container, failure
@@ -74,13 +75,14 @@ def strategy() -> tf.distribute.Strategy:
 
     The choice follows SM_FRAMEWORK_PARAMS, SM_HPS's `sagemaker_*` flags, TF_CONFIG and the host's
     GPUs (see entrypoints/README.md, "Strategies"); SMTRAIN_STRATEGY forces one and
-    SMTRAIN_CPU_REPLICAS=N splits the CPU into N replicas. Devices are set up first (memory growth
+    SMTRAIN_CPU_REPLICAS=N splits the CPU of a host without GPUs into N replicas. Devices are set up first (memory growth
     on every GPU). Built once per process: later calls return the same strategy. Call it before
     TensorFlow runs its first operation, and build the model inside `strategy.scope()`.
 
     The first line it prints lists the GPUs TensorFlow sees (`gpus: ...`). When the job asked for
     GPUs (SM_NUM_GPUS > 0) and TensorFlow sees none, it fails at once naming the likely cause (a
-    CPU-only TensorFlow, no NVIDIA driver, CUDA libraries missing), unless SMTRAIN_ALLOW_CPU=true
+    CPU-only TensorFlow, CUDA_VISIBLE_DEVICES hiding them, no NVIDIA driver, CUDA libraries
+    missing), unless SMTRAIN_ALLOW_CPU=true
     (the spec's compute.allow_cpu).
 
     - Horovod / smddp: the library is initialised and this process's GPU pinned to its local rank;
@@ -180,13 +182,17 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     - `train`, `validation`: a tf.data.Dataset of (features, labels), or an (x, y) tuple of arrays.
       With `batch_size_per_replica` the data is unbatched: fit shards it (by rank under Horovod/
       smddp), shuffles it (`shuffle_buffer` > 0, with `seed`, else SMTRAIN_SEED or 42), batches it
-      with the global batch (per replica x replicas) and prefetches. Without it the dataset is
-      already batched: each batch is global under tf.distribute strategies (as with Keras), a
-      process's own under Horovod/smddp (each rank takes every n-th batch).
-    - `steps_per_epoch`: default the data's length over the batch; needed when it is unknown.
+      with the global batch (per replica x replicas) and prefetches; under parameter server each
+      worker shuffles in its own order. Arrays need it. Without it the dataset is already batched:
+      each batch is global under tf.distribute strategies (as with Keras), a process's own under
+      Horovod/smddp (each rank takes every n-th batch).
+    - `steps_per_epoch`: default the data's length over the effective batch (the batch x
+      gradient_accumulation_steps); needed when the length is unknown.
     - `loss`, `optimizer`: the compiled ones unless given (a Keras loss or name, a callable
-      (y_true, y_pred), an optimizer or its name); an uncompiled model needs both. The loss is
-      summed per example and divided by the global batch. The learning rate is used as it is:
+      (y_true, y_pred), an optimizer or its name); an uncompiled model needs both; one output and
+      one loss only. The loss is summed per example and divided by the examples of one optimizer
+      step (the global batch x gradient_accumulation_steps; under Horovod/smddp, whose libraries
+      average, the process's own). The learning rate is used as it is:
       scale it yourself with scaled_learning_rate(). Metrics are the loss and the accuracy
       (integer or one-hot labels, or one binary output).
     - `gradient_accumulation_steps` (default SMTRAIN_GRADIENT_ACCUMULATION_STEPS, else 1): each
@@ -234,6 +240,28 @@ def save(model: Any) -> List[str]:
     if not dist.is_chief:
         return []
     began = time.time()
-    written = artifacts.save_model(model, weights, _contract().model_dir)
+    with _outside_a_default_strategy():
+        written = artifacts.save_model(model, weights, _contract().model_dir)
     say(f"saved {' and '.join(written)} in {time.time() - began:.1f}s")
     return written
+
+
+@contextlib.contextmanager
+def _outside_a_default_strategy() -> Iterator[None]:
+    """The export copies the model on the chief alone: under a strategy set as the default (the wrap
+    sets one), making the copy's variables would wait for the other workers, which never come."""
+    import tensorflow as tf
+
+    outer = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+    if outer is None or not tf.distribute.in_cross_replica_context():
+        yield
+        return
+    try:
+        tf.distribute.experimental_set_strategy(None)
+    except RuntimeError:  # inside the script's own `with strategy.scope()`: nothing to lift
+        yield
+        return
+    try:
+        yield
+    finally:
+        tf.distribute.experimental_set_strategy(outer)

@@ -246,8 +246,8 @@ def save_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
                "smtrain_tf.save(model)")
         who = f"every one of the {job.processes} {job.strategy} processes"
     else:
-        fix = ("call smtrain_tf.save(model): the chief writes SM_MODEL_DIR, the other workers a temporary "
-               "directory (MultiWorkerMirroredStrategy needs every worker to take part in a save)")
+        fix = ("call smtrain_tf.save(model) on every worker: only the chief writes SM_MODEL_DIR, the others "
+               "take part in reading the weights and write nothing")
         if job.strategy != "parameter_server":
             fix += "; or set code.wrap: true, which sends the other workers' saves to a temporary directory"
         who = f"every one of the {job.nodes} workers"

@@ -182,6 +182,32 @@ def test_multi_worker_mirrored_two_processes(tmp_path: Path, digits_npz, digits,
     assert _accuracy(chief.model_dir / "model.keras", digits) > 0.7
 
 
+def test_smtrain_tf_save_in_a_wrapped_multi_worker_script_writes_one_model(tmp_path: Path, digits_npz,
+                                                                            hosts: list[Host]) -> None:
+    # The wrap sets MultiWorkerMirrored as the default strategy; the chief's export copy must not wait
+    # for workers that are not exporting.
+    script = SCRIPT.replace("FIT", WITH_VALIDATION_DATA).replace(
+        'model.save(os.path.join(os.environ["SM_MODEL_DIR"], "model.keras"))',
+        "import smtrain_tf\nsmtrain_tf.save(model)")
+    code = _code_dir(tmp_path, script)
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    names = ["algo-1", "algo-2"]
+    members = []
+    for index, name in enumerate(names):
+        host = make_host(tmp_path, name, names, channels=digits_npz, hyperparameters={"epochs": 1},
+                         tf_config=mwms_tf_config(addresses, index),
+                         framework_params={"sagemaker_multi_worker_mirrored_strategy_enabled": True})
+        host.env.update({"SMTRAIN_WRAP_SCRIPT": "train.py", "TMPDIR": str(host.base),
+                         "SMTRAIN_COLLECTIVE_TIMEOUT": "60"})
+        members.append(host)
+    hosts.extend(member.start(script=code / "smtrain_wrap.py") for member in members)
+    chief, worker = members
+    _assert_ok(chief, chief.wait(TIMEOUT))
+    _assert_ok(worker, worker.wait(TIMEOUT))
+    assert sorted(p.name for p in chief.model_dir.iterdir()) == ["1", "model.keras"]
+    assert list(worker.model_dir.iterdir()) == []
+
+
 MWMS_ARGUMENTS_SCRIPT = """
 import os
 

@@ -69,3 +69,25 @@ def test_the_example_trains_on_two_local_hosts_and_keeps_one_model(config: str, 
     # One model: the chief's. The other worker's model directory stays empty.
     other = LocalBackend(tmp_path / "home").store.job_dir("own-script") / "hosts" / "algo-2" / "model"
     assert not other.exists() or not any(other.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config, strategy_line", [
+    ("own-script-wrapped.yaml", r"\[algo-1\] wrap: batch_size 32 per replica -> global 64 \(2 replicas\)"),
+    ("own-script-helper.yaml", r"\[algo-1\] config strategy=mirrored replicas=2 .*global_batch_size=64")])
+def test_the_example_runs_mirrored_over_two_cpu_replicas_on_one_local_host(config: str, strategy_line: str,
+                                                                            tmp_path: Path, digits: Path) -> None:
+    # On SageMaker this spec gets four GPUs and MirroredStrategy; here the CPU is split in two.
+    env = {"SMTRAIN_DEMO_DATA": str(digits), "SMTRAIN_DEMO_OUTPUT": str(tmp_path / "out")}
+    loaded = load_spec(ROOT / "configs" / config, ["compute.nodes=1", "compute.instance_type=ml.g5.12xlarge",
+                                                   "hyperparameters.epochs=3"], env=env)
+    plan = build_plan(loaded, load_catalog())
+    assert plan.strategy == "mirrored"
+    stream = io.StringIO()
+    job = LocalBackend(tmp_path / "home").run(local_request(plan, "mirrored"), stream=stream, grace=5,
+                                              cpu_replicas=2)
+    text = stream.getvalue()
+    assert job.status == "Completed", text[-4000:]
+    assert re.search(strategy_line, text), text[-4000:]
+    with tarfile.open(job.model_artifacts) as tar:
+        assert "model.keras" in tar.getnames()

@@ -117,7 +117,8 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     hp = contract.hp
     if int(epochs) < 1:
         raise ValueError(f"smtrain_tf.fit: epochs must be at least 1, got {epochs}")
-    accumulation = int(gradient_accumulation_steps or hp("gradient_accumulation_steps"))
+    accumulation = int(hp("gradient_accumulation_steps") if gradient_accumulation_steps is None
+                       else gradient_accumulation_steps)
     if accumulation < 1:
         raise ValueError(f"smtrain_tf.fit: gradient_accumulation_steps must be at least 1, got {accumulation}")
     given_callbacks = callback_support.check(callbacks)

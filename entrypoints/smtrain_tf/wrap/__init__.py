@@ -1,14 +1,16 @@
 """The wrap: run a user's unchanged Keras script inside the job's tf.distribute strategy.
 
 SageMaker runs `smtrain_wrap.py` (next to this package in the bundle), which calls `launcher.main`.
-The launcher reads the contract in own-script mode, builds the strategy as the bundled entrypoint
-does, sets it as TensorFlow's default strategy, patches Keras, then runs the script as `__main__`
-with the process's own arguments.
+The launcher reads the contract in own-script mode, runs the GPU check, builds the strategy as the
+bundled entrypoint does, sets it as TensorFlow's default strategy, patches Keras (and tf.saved_model,
+tf.config), then runs the script as `__main__` with the process's own arguments.
 
 Map:
     settings.py        SMTRAIN_WRAP_* and SMTRAIN_LR_SCALING: the script, the batch rule, the rate rule (no TensorFlow)
     context.py         what the patches share: the strategy, the settings, the one-time log lines
-    strategy.py        builds the strategy with smtrain_tf's own code; refuses Horovod, smddp, parameter server
+    strategy.py        builds the strategy with smtrain_tf's own code, after the GPU check; refuses Horovod,
+                       smddp, parameter server; a guard process ends a worker whose MultiWorkerMirrored
+                       peers never join
     script.py          runs the user's file as __main__ (argv, sys.path) and trims tracebacks to it
     launcher.py        the program: set-up, the script, exit status and the failure file
     patches.py         installs every patch on each Keras found (Keras 2 and 3)
