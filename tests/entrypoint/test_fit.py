@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.horovod_env import horovod_python, rank_output, run_two_ranks
+from tests.support.horovod_env import rank_output, required_horovod_python, run_two_ranks
 
 from .conftest import ENTRYPOINTS
 from .sagemaker_env import Host, free_ports, make_host, metric_lines, mwms_tf_config, parse_metrics, ps_tf_config
@@ -206,12 +205,7 @@ def _mpirun(python: Path, host: Host, script: Path) -> tuple[int, str]:
 
 @pytest.mark.horovod
 def test_horovod_two_ranks_keras_2(tmp_path: Path, code: Path, digits_npz) -> None:
-    python = horovod_python()
-    if python is None:
-        message = "the Horovod environment is not built: run `make horovod-env`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    python = required_horovod_python()
     host = _host(tmp_path, digits_npz, 6, framework_params={"sagemaker_mpi_enabled": True,
                                                             "sagemaker_mpi_num_of_processes_per_host": 2})
     # Two micro-batches per step: the ranks' gradients are averaged once per step, after both.

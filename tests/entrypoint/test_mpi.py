@@ -8,13 +8,12 @@ inside SageMaker's images, so its path runs on the test double in tests/doubles,
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.horovod_env import DOUBLES_DIR, horovod_python, rank_output, run_two_ranks
+from tests.support.horovod_env import DOUBLES_DIR, rank_output, required_horovod_python, run_two_ranks
 
 from .conftest import ENTRYPOINTS
 from .sagemaker_env import make_host, metric_lines, parse_metrics
@@ -27,13 +26,7 @@ TIMEOUT = 420
 
 @pytest.fixture(scope="module")
 def hvd_python() -> Path:
-    python = horovod_python()
-    if python is None:
-        message = "the Horovod environment is not built: run `make horovod-env`"
-        if os.environ.get("CI"):  # CI builds it first (make test), so a missing env is a failure there
-            pytest.fail(message)
-        pytest.skip(message)
-    return python
+    return required_horovod_python()
 
 
 def _run_ranks(python: Path, host, extra_env: dict[str, str] | None = None) -> tuple[int, str]:

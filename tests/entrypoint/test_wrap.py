@@ -270,13 +270,11 @@ def test_multi_worker_mirrored_takes_keras_fit_arguments_evaluates_and_refuses_o
 def test_keras_2_mirrored_with_linear_learning_rate_scaling(tmp_path: Path, digits_npz, digits, hosts: list[Host],
                                                             monkeypatch) -> None:
     """TensorFlow 2.13 with Keras 2 (the Horovod test environment), two CPU replicas."""
-    from tests.support.horovod_env import horovod_python
+    from tests.support.horovod_env import required_horovod_python
 
     from . import sagemaker_env
 
-    python = horovod_python()
-    if python is None:
-        pytest.skip("the TensorFlow 2.13 (Keras 2) environment is not built: run `make horovod-env`")
+    python = required_horovod_python()
     monkeypatch.setattr(sagemaker_env, "PYTHON", str(python))
     host, wrap = _wrapped(tmp_path, digits_npz, SCRIPT.replace("FIT", WITH_VALIDATION_DATA),
                           env={"SMTRAIN_CPU_REPLICAS": "2", "SMTRAIN_LR_SCALING": "linear"})

@@ -158,3 +158,17 @@ def run_two_ranks(python: os.PathLike[str] | str, script: os.PathLike[str] | str
         out, _ = proc.communicate()
         raise AssertionError(f"mpirun did not finish in {timeout}s:\n{out[-4000:]}") from None
     return proc.returncode, out
+
+
+def required_horovod_python() -> pathlib.Path:
+    """The Horovod env's Python (TF 2.13, Keras 2), or skip the test; under CI, fail it instead:
+    CI builds the env first (`make test`), so a missing one there is a broken set-up, not a skip."""
+    import pytest
+
+    python = horovod_python()
+    if python is None:
+        message = "the Horovod environment (TF 2.13, Keras 2) is not built: run `make horovod-env`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return python
