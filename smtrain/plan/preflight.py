@@ -16,7 +16,6 @@ preflight_rules.py, preflight_io.py and preflight_names.py hold the rules and wh
 from __future__ import annotations
 
 import ast
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 
 # A file larger than this is data or generated code, not a training script: not read.
 MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_FILES = 2000
-_SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules", "venv", "env", "virtualenv"})
 
 
 @dataclass(frozen=True)
@@ -62,22 +59,6 @@ def context_of(plan: Plan) -> JobContext:
     return JobContext(nodes=plan.nodes, gpus=plan.instance.gpus, strategy=plan.strategy, processes=processes,
                       wrapped=bool(spec.code.wrap), keras3=keras3, framework_version=version,
                       hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs))
-
-
-def python_files(source_dir: Path) -> list[tuple[str, Path]]:
-    """(path relative to source_dir, file) of the .py files under it: hidden directories, caches and
-    virtual environments left out, as the bundle leaves them out."""
-    found: list[tuple[str, Path]] = []
-    for root, dirs, files in os.walk(source_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS
-                         and not (Path(root) / d / "pyvenv.cfg").exists())
-        for name in sorted(files):
-            if name.endswith(".py") and not name.startswith("."):
-                path = Path(root) / name
-                found.append((path.relative_to(source_dir).as_posix(), path))
-                if len(found) >= MAX_FILES:
-                    return found
-    return found
 
 
 @dataclass
@@ -243,18 +224,17 @@ def _entry(entry_point: str) -> str:
     return PurePosixPath(entry_point.replace("\\", "/")).as_posix().removeprefix("./")
 
 
-def scan(plan: Plan, files: Sequence[tuple[str, Path]] | None = None) -> list[Finding]:
+def scan(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[Finding]:
     """The findings for this plan's own script; [] for the bundled entrypoint.
 
-    `files`: the .py files the bundle ships, (path in source_dir, file); by default source_dir is walked.
+    `files`: the .py files the bundle ships, (path in source_dir, file), as smtrain.bundle lists them
+    (the bundle's ignore rules are the one list of what ships).
     """
     code = plan.spec.code
     if code.entry_point is None or code.source_dir is None:
         return []
     source = (plan.base_dir / code.source_dir).resolve()
     entry = _entry(code.entry_point)
-    if files is None:
-        files = python_files(source)
     files = list(files)
     if entry not in {rel for rel, _ in files} and (source / entry).is_file():
         files.append((entry, source / entry))  # left out by an ignore rule: still what the job starts

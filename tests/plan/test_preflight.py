@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from smtrain.bundle.build import plan_bundle
 from smtrain.plan.build import build_plan
 from smtrain.plan.catalog import load_catalog
-from smtrain.plan.preflight import Finding, context_of, python_files, scan, scan_files
+from smtrain.plan.preflight import Finding, context_of, scan, scan_files
 from smtrain.plan.preflight_rules import JobContext
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import write_spec
@@ -28,7 +29,12 @@ def findings(tmp_path: Path, files: dict[str, str] | str, job: JobContext = ONE_
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(textwrap.dedent(text))
-    return scan_files(entry, python_files(tmp_path), job, py_version)
+    return scan_files(entry, shipped(tmp_path), job, py_version)
+
+
+def shipped(source_dir: Path) -> list[tuple[str, Path]]:
+    """The .py files the bundle would ship from source_dir, as the CLI hands them to the scan."""
+    return [(f.path, Path(f.source)) for f in plan_bundle(None, source_dir).files if f.path.endswith(".py")]
 
 
 def hits(found: list[Finding], rule: str) -> list[tuple[str, int]]:
@@ -360,7 +366,7 @@ def test_the_plan_gives_the_job_context(tmp_path: Path) -> None:
     job = context_of(plan)
     assert (job.nodes, job.strategy, job.wrapped, job.keras3) == (2, "multi_worker_mirrored", True, True)
     assert job.hyperparameters == ("epochs", "lr")
-    found = scan(plan)
+    found = scan(plan, shipped(tmp_path / "src"))
     assert hits(found, "undeclared-hyperparameters") == [("train.py", 5)]
     assert "--lr, --model_dir" in found[0].message
 
@@ -368,13 +374,13 @@ def test_the_plan_gives_the_job_context(tmp_path: Path) -> None:
 def test_legacy_keras_in_the_environment_is_keras_2(tmp_path: Path) -> None:
     plan = plan_for(tmp_path, {"compute": {"nodes": 2}, "environment": {"TF_USE_LEGACY_KERAS": "1"}}, FIT)
     assert context_of(plan).keras3 is False
-    assert hits(scan(plan), "keras3-fit-multi-worker") == []
+    assert hits(scan(plan, shipped(tmp_path / "src")), "keras3-fit-multi-worker") == []
 
 
 def test_the_bundled_entrypoint_is_not_scanned(tmp_path: Path) -> None:
     plan = build_plan(load_spec(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}}), env={}),
                       CATALOG)
-    assert scan(plan) == []
+    assert scan(plan, []) == []
 
 
 def test_a_finding_renders_as_a_compiler_warning() -> None:
