@@ -7,6 +7,7 @@ import os
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from smtrain import exit_codes
@@ -96,6 +97,21 @@ class LogEvent:
         return {"host": self.host, "timestamp": _iso(self.timestamp), "message": self.message}
 
 
+@dataclass(frozen=True)
+class EventFiles:
+    """A job's TensorBoard event files, in a directory of this machine that `tensorboard --logdir` can read."""
+
+    job: str
+    source: str  # "local" (a local job's own directory), or the s3:// prefix they were downloaded from
+    logdir: Path
+    files: int  # how many files the directory holds (0: none written or uploaded yet)
+
+    def to_dict(self, command: str | None) -> dict[str, Any]:
+        """The documented JSON of `smtrain tensorboard` (README: "JSON output"); `command` runs TensorBoard."""
+        return {"job": self.job, "source": self.source, "logdir": str(self.logdir), "files": self.files,
+                "tensorboard": command}
+
+
 class Backend(Protocol):
     """The small interface every backend offers (after TorchX's scheduler: dry run, then schedule)."""
 
@@ -107,3 +123,5 @@ class Backend(Protocol):
     def logs(self, name: str, *, follow: bool) -> Iterator[LogEvent]: ...
 
     def stop(self, name: str) -> JobInfo: ...
+
+    def event_files(self, name: str, directory: Path | None) -> EventFiles: ...

@@ -189,24 +189,28 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     - `steps_per_epoch`: default the data's length over the effective batch (the batch x
       gradient_accumulation_steps); needed when the length is unknown.
     - `loss`, `optimizer`: the compiled ones unless given (a Keras loss or name, a callable
-      (y_true, y_pred), an optimizer or its name); an uncompiled model needs both; one output and
-      one loss only. The loss is summed per example and divided by the examples of one optimizer
-      step (the global batch x gradient_accumulation_steps; under Horovod/smddp, whose libraries
-      average, the process's own). The learning rate is used as it is:
-      scale it yourself with scaled_learning_rate(). Metrics are the loss and the accuracy
-      (integer or one-hot labels, or one binary output).
+      (y_true, y_pred), an optimizer or its name); an uncompiled model needs both. Several outputs
+      take a loss each (a list, or a dict by output name) and the compiled loss_weights. The loss
+      is summed per example and divided by the examples of one optimizer step (the global batch x
+      gradient_accumulation_steps; under Horovod/smddp, whose libraries average, the process's
+      own). The learning rate is used as it is: scale it yourself with scaled_learning_rate().
+      Metrics are the loss and the model's compiled metrics (MAE, AUC, ...; named <output>_<metric>
+      for several outputs); without any, a classification loss reports accuracy.
     - `gradient_accumulation_steps` (default SMTRAIN_GRADIENT_ACCUMULATION_STEPS, else 1): each
       optimizer step adds up the gradients of k micro-batches, run one after another; effective
       batch = per replica x replicas x k.
     - `callbacks`: Keras's own History, EarlyStopping, ModelCheckpoint (save_freq='epoch'),
-      CSVLogger and TensorBoard, called at train and epoch begin and end with the logs loss,
-      accuracy, val_loss, val_accuracy; `model.stop_training` stops the training. Others raise
-      ValueError naming them.
+      CSVLogger and TensorBoard, called at train and epoch begin and end with the logs: loss, each
+      metric, and their val_ values; `model.stop_training` stops the training. Others raise
+      ValueError naming them. fit itself writes TensorBoard scalars (chief only) into
+      <SM_OUTPUT_DIR>/tensorboard (SMTRAIN_TENSORBOARD_DIR; off for none), without the tensorboard
+      package; the n-th call in fit-<n>/.
     - `checkpoint`: checkpoints (model, optimizer, progress) in checkpoint_dir() at every epoch
       end (and every SMTRAIN_CHECKPOINT_EVERY_STEPS steps); a restarted job (spot) resumes from the
       newest. A second fit call in the same process keeps its own, in <checkpoint_dir>/fit-2.
     - Output: `config ...`, one metric line per epoch from the chief (`epoch=... loss=...
-      accuracy=... val_loss=... val_accuracy=...`, the lines the job's metric definitions read),
+      accuracy=... val_loss=... val_accuracy=...`, each metric by its name, the lines the job's
+      metric definitions read),
       `progress ...` every `log_every_steps` steps, and `weights_sha256=<hex>` from every process
       at the end (equal digests: identical weights).
 

@@ -235,13 +235,13 @@ def _parse_timeout(value: str | None) -> float | None:
         raise click.BadParameter(str(exc), param_hint="--timeout") from None
 
 
-def _check_job_name(value: str | None) -> None:
+def _check_job_name(value: str | None, given_as: str = "--job-name") -> None:
     # SageMaker's rule for TrainingJobName, before anything runs: a local run names a directory after it.
     # One line, exit 2 (a click callback would print the whole usage text).
     from smtrain.spec.patterns import JOB_NAME
 
     if value is not None and not JOB_NAME.matches(value):
-        raise UserError(f"invalid training job name {value!r} (--job-name): 1-63 letters, digits and hyphens, "
+        raise UserError(f"invalid training job name {value!r} ({given_as}): 1-63 letters, digits and hyphens, "
                         "starting and ending with a letter or digit", exit_codes.USAGE)
 
 
@@ -264,12 +264,15 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
               help="--local: split the CPU into K logical devices so mirrored runs K replicas.")
 @click.option("--python", "python_", type=click.Path(dir_okay=False, exists=True), metavar="PATH",
               help="--local: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
+@click.option("--verbose", is_flag=True,
+              help="--local: show TensorFlow's start-up lines (oneDNN, CUDA, CPU features) too; the host logs "
+                   "always have them.")
 @strict_option
 @output_option("text", "json", "yaml")
 @_guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
            logs_: bool, timeout: str | None, local_: bool, cpu_replicas: int | None, python_: str | None,
-           strict: bool, output: str) -> None:
+           verbose: bool, strict: bool, output: str) -> None:
     """Submit a training job (or, with --dry-run, show exactly what would be sent).
 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
@@ -284,8 +287,8 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     seconds = _parse_timeout(timeout)
     if dry_run and (wait_ or logs_ or timeout or local_):
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
-    if not local_ and (cpu_replicas or python_):
-        raise click.UsageError("--cpu-replicas and --python apply to --local runs")
+    if not local_ and (cpu_replicas or python_ or verbose):
+        raise click.UsageError("--cpu-replicas, --python and --verbose apply to --local runs")
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
     # Warnings first: a large file is named before minutes of compressing it.
@@ -302,7 +305,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
 
             request = local_request(result, job_name)
             job = LocalBackend().run(request, stream=sys.stdout if output == "text" else sys.stderr,
-                                     cpu_replicas=cpu_replicas, python=python_)
+                                     cpu_replicas=cpu_replicas, python=python_, verbose=verbose)
             _finish(job, False, output, {**local_submitted(request, job), "preflight": preflight})
             return
         if dry_run:
@@ -507,6 +510,44 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
         dump(info.to_dict(), output)
     else:
         click.echo(job_text(info))
+
+
+@main.command()
+@click.argument("job")
+@region_option
+@click.option("--dir", "directory", type=click.Path(file_okay=False, resolve_path=True, path_type=Path), metavar="DIR",
+              help="Download a SageMaker job's event files here. [default: $XDG_CACHE_HOME or "
+                   "~/.cache, smtrain/tensorboard/JOB]")
+@click.option("--no-launch", is_flag=True, help="Fetch the event files and say where they are; start nothing.")
+@output_option("text", "json", "yaml")
+@_guard
+def tensorboard(job: str, region: str | None, directory: Path | None, no_launch: bool, output: str) -> None:
+    """Show a job's TensorBoard event files: a local job's where its chief host wrote them, a SageMaker
+    job's downloaded from S3. Then, in text mode, start `tensorboard --logdir` on them when TensorBoard
+    is installed (`pip install 'smtrain[tensorboard]'`) and exit with its code.
+
+    Exits 4 when the job has no event files (yet), as for an unknown job.
+    """
+    import shlex
+
+    from smtrain.cli.backends import backend_for_job
+    from smtrain.cli.render import dump, event_files_text, no_event_files
+    from smtrain.cli.tensorboard_program import run, tensorboard_command
+
+    _check_job_name(job, "JOB")  # the name becomes a directory of the download
+    found = backend_for_job(job, region).event_files(job, directory)
+    if directory is not None and found.source == "local":
+        click.echo("note: --dir is for SageMaker jobs; a local job's event files are read where they are", err=True)
+    if not found.files:
+        raise UserError(no_event_files(found), exit_codes.API)
+    command = tensorboard_command(found.logdir)
+    shown = shlex.join(command) if command else None
+    if output != "text":
+        dump(found.to_dict(shown), output)
+        return
+    click.echo(event_files_text(found, shown, launching=not no_launch))
+    if command is not None and not no_launch:
+        click.get_current_context().exit(run(command))
 
 
 @main.command()

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from smtrain.cli.closed_output import stdout_console
-from smtrain.jobs import JobInfo, LogEvent, reattach_command
+from smtrain.jobs import EventFiles, JobInfo, LogEvent, reattach_command
 from smtrain.plan.build import Plan
 from smtrain.plan.catalog import InstanceType, gib_text
 from smtrain.redact import StreamMasker, mask_data, mask_text
@@ -114,14 +114,17 @@ def _bundled_lines(plan: Plan) -> list[str]:
     t = plan.spec.training
     warmup = f", {t.warmup_epochs:g} warm-up epochs" if t.warmup_epochs else ""
     steps = plan.gradient_accumulation_steps
+    # A model hook may compile its own optimizer, whose rate the entrypoint keeps as it is.
+    hook = (f"                unless model hook {t.model} returns a compiled optimizer: its rate is kept as it is"
+            if ":" in t.model else None)
     if steps is None:
         return [f"  batch         {plan.batch_per_replica} per replica -> {plan.global_batch} global",
                 f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} "
-                f"({t.lr_scaling} scaling over {_replicas(plan.replicas)}{warmup})"]
+                f"({t.lr_scaling} scaling over {_replicas(plan.replicas)}{warmup})", *([hook] if hook else [])]
     return [f"  batch         {plan.batch_per_replica} per replica x {_replicas(plan.replicas)} = {plan.global_batch} "
             f"per micro-batch; x {steps} accumulated steps -> {plan.effective_batch} effective",
             f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} ({t.lr_scaling} scaling on the "
-            f"effective batch, {plan.replicas * steps} x one replica's batch{warmup})"]
+            f"effective batch, {plan.replicas * steps} x one replica's batch{warmup})", *([hook] if hook else [])]
 
 
 def _program_lines(plan: Plan) -> list[str]:
@@ -176,6 +179,9 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         lines.append(f"                {plan.cost.region_note}")
     if plan.cost.price_note:
         lines.append(f"                {i.name} price: {plan.cost.price_note}")
+    lines.append(f"  tensorboard   {_tensorboard_line(plan)}")
+    lines.append(f"  metrics       {', '.join(['loss', 'accuracy', *plan.metrics])} (train: and validation: "
+                 "MetricDefinitions)")
     lines.append("Launch on each host (as the SageMaker TensorFlow container does it):")
     for h in plan.launch:
         lines.append(f"  {h.host}")
@@ -192,6 +198,17 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         lines.append("Warnings:")
         lines += [f"  {w.render()}" for w in warnings]
     return mask_text("\n".join(lines))
+
+
+def _tensorboard_line(plan: Plan) -> str:
+    """Where the event files go: S3 (SageMaker uploads them as the job runs), or only the container."""
+    where = plan.tensorboard()
+    if where["event_files"]:
+        return f"{where['event_files']} (`smtrain tensorboard JOB` shows them)"
+    local = "; `submit --local` keeps them in the chief host's output/tensorboard"
+    if plan.spec.tensorboard is False:
+        return "not kept in S3 (tensorboard: false)" + local
+    return f"not kept in S3 (output is not s3://){local}"
 
 
 def instance_dict(i: InstanceType, price_region: str) -> dict[str, Any]:
@@ -276,6 +293,34 @@ def submitted_text(data: dict[str, Any], confirmed_by_describe: bool) -> str:
     lines += [f"  {verb:<8}{command}" for verb, command in data["commands"].items()]
     lines.append(f"  {'console':<8}{data['console_url']}")
     return mask_text("\n".join(lines))
+
+
+def event_files_text(found: EventFiles, command: str | None, *, launching: bool) -> str:
+    """`smtrain tensorboard` for people: where the event files are, and how TensorBoard reads them."""
+    import shlex
+
+    from smtrain.cli.tensorboard_program import INSTALL_HINT
+
+    count = f"{found.files} TensorBoard event file{'s' if found.files != 1 else ''}"
+    lines = [f"{found.job}: {count} in {found.logdir}" if found.source == "local"
+             else f"{found.job}: {count} from {found.source}", *([] if found.source == "local" else
+                                                                  [f"  downloaded to {found.logdir}"])]
+    if command is None:
+        lines.append(f"TensorBoard is not installed here: {INSTALL_HINT}, then run "
+                     f"tensorboard --logdir {shlex.quote(str(found.logdir))}")
+    elif launching:
+        lines.append(f"starting TensorBoard (Ctrl-C ends it): {command}")
+    else:
+        lines.append(f"start TensorBoard with: {command}")
+    return mask_text("\n".join(lines))
+
+
+def no_event_files(found: EventFiles) -> str:
+    """The one line for a job whose event files are not there (yet)."""
+    where = f"in {found.logdir}" if found.source == "local" else f"under {found.source}"
+    return (f"no TensorBoard event files of {found.job} {where} yet: the bundled entrypoint and smtrain_tf.fit "
+            "write them after each epoch (a script of your own writes its own into /opt/ml/output/tensorboard)"
+            + ("" if found.source == "local" else ", and SageMaker uploads them while the job runs"))
 
 
 def log_line(event: LogEvent, masker: StreamMasker | None = None) -> str:

@@ -8,10 +8,11 @@
     hosts.py      every host's directory laid out, the bundle unpacked into each
     launch.py     the processes per host: TF_CONFIG on free ports, ps processes, one mpirun for MPI
     supervise.py  the process group: output streamed with host prefixes, one failure ends all
+    tf_noise.py   TensorFlow's C++ start-up lines recognised (also behind mpirun's tags): log file only
     lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL
     artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them
     records.py    job records under SMTRAIN_HOME: status, list, logs of local jobs
-    backend.py    LocalBackend: run(), describe / list / logs / stop
+    backend.py    LocalBackend: run(), describe / list / logs / stop, event_files (TensorBoard's, in place)
     demo_data.py  scikit-learn's digits written as train/validation channels (make demo)
 
 May import: sagemaker (to render hyperparameters exactly as a real job), bundle, plan, spec and

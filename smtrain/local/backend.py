@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
-from smtrain.jobs import JobInfo, LogEvent, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, LogEvent, poll_interval
 from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
 from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, signal_group
 from smtrain.plan import launch
@@ -130,11 +130,25 @@ class LocalBackend:
             return self.describe(name)  # Stopping: the supervisor ends the group within its grace period
         return job_info(self._end_orphan(name, record))
 
+    def event_files(self, name: str, directory: Path | None = None) -> EventFiles:
+        """The job's TensorBoard event files where its chief host (algo-1) wrote them, read in place
+        (`directory` is for downloads: a local job needs none)."""
+        from smtrain.local.contract import HostLayout
+
+        record = self._current(name)
+        chief = (record.get("hosts") or launch.host_names(1))[0]  # rank 0 / the chief worker runs there
+        logdir = HostLayout(self.store.hosts_dir(name) / chief).tensorboard_dir
+        files = sum(1 for p in logdir.rglob("*") if p.is_file()) if logdir.is_dir() else 0
+        return EventFiles(name, "local", logdir, files)
+
     # -- running a job ---------------------------------------------------------------------------
 
     def run(self, request: Request, *, stream: TextIO | None = None, cpu_replicas: int | None = None,
-            grace: float = DEFAULT_GRACE, python: str | None = None) -> JobInfo:
+            grace: float = DEFAULT_GRACE, python: str | None = None, verbose: bool = False) -> JobInfo:
         """Run the job to its end here and return its final state (Completed, Failed or Stopped).
+
+        TensorFlow's start-up lines reach `stream` only when `verbose` or when their host fails;
+        the host logs keep every line.
 
         Problems found before anything starts (a refused setting, a missing mpirun) raise
         UserError and leave no job behind. Ctrl-C ends every process, records the job as
@@ -160,7 +174,7 @@ class LocalBackend:
             check_python(python, needs_venv=has_requirements)
         if plan.strategy in ("horovod", "smddp") and not has_requirements:
             check_mpi(plan.strategy, base_python)
-        output = self._open_job(request, body, stream)
+        output = self._open_job(request, body, stream, verbose)
         started = time.monotonic()
         try:
             outcome, layouts = self._run(request, body, hyperparameters, environment, base_python, output, grace)
@@ -208,7 +222,7 @@ class LocalBackend:
                        Place(_artifacts_dir(request, self.store.job_dir(request.job_name)), "output", root, remedy)]
         return places
 
-    def _open_job(self, request: Request, body: dict[str, Any], stream: TextIO | None) -> Output:
+    def _open_job(self, request: Request, body: dict[str, Any], stream: TextIO | None, verbose: bool) -> Output:
         """The job's places checked and made, its directory and first record written: all, or nothing left."""
         from smtrain.local.places import check, make, unmake
 
@@ -225,7 +239,7 @@ class LocalBackend:
             unmake(made)
             raise places[0].refusal(f"cannot create {self.store.job_dir(name)}: {exc.strerror or exc}") from None
         try:
-            output = Output(stream, self.store.log_dir(name))
+            output = Output(stream, self.store.log_dir(name), verbose=verbose)
             self.store.write(name, self._first_record(request, body, job_dir))
         except BaseException:
             shutil.rmtree(job_dir, ignore_errors=True)
@@ -270,8 +284,12 @@ class LocalBackend:
         bundle = Path(request.source_uri) if not request.source_uri.startswith("s3://") \
             else job_dir / "sourcedir.tar.gz"
         write_bundle(request.bundle.data, bundle)
-        hosts = lay_out(name, plan.region, body, hyperparameters, job_dir / "hosts", bundle, environment=environment)
+        hosts = lay_out(name, plan.region, body, hyperparameters, self.store.hosts_dir(name), bundle,
+                        environment=environment)
         first = hosts.names[0]
+        if body.get("TensorBoardOutputConfig"):
+            output.note(f"TensorBoard event files stay in {first}'s output/tensorboard (`smtrain tensorboard {name}`): "
+                        f"a local run does not upload them to {body['TensorBoardOutputConfig']['S3OutputPath']}")
 
         self.store.update(name, secondary_status="Downloading")
         sources = [ChannelSource(c["ChannelName"], c["DataSource"]["S3DataSource"]["S3Uri"],

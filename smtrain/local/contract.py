@@ -83,6 +83,12 @@ class HostLayout:
         return self.base / "checkpoints"
 
     @property
+    def tensorboard_dir(self) -> Path:
+        """Where the chief's program writes TensorBoard event files: <SM_OUTPUT_DIR>/tensorboard, the place
+        SageMaker uploads under TensorBoardOutputConfig (smtrain.plan.request_preview.TENSORBOARD_LOCAL_PATH)."""
+        return self.output_dir / "tensorboard"
+
+    @property
     def failure_file(self) -> Path:
         return self.output_dir / "failure"
 

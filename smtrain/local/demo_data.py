@@ -1,10 +1,16 @@
-"""Write scikit-learn's digits (real data shipped with the package) as train/validation NPZ channels.
+"""Write scikit-learn's digits or diabetes data (real data shipped with the package) as train/validation channels.
 
-    python -m smtrain.local.demo_data OUT_DIR [--validation 360] [--seed 0]
+    python -m smtrain.local.demo_data OUT_DIR [--dataset digits|diabetes] [--validation N] [--seed 0]
 
-Writes OUT_DIR/train/digits.npz and OUT_DIR/validation/digits.npz, each with arrays `x` (8x8
-float32 images scaled to [0, 1]) and `y` (int64 labels), the NPZ layout the bundled entrypoint
-reads. Needs scikit-learn (the `test` extra; `make install` installs it).
+digits (the default): OUT_DIR/train/digits.npz and OUT_DIR/validation/digits.npz, each with arrays
+`x` (8x8 float32 images scaled to [0, 1]) and `y` (int64 labels), the NPZ layout the bundled
+entrypoint reads.
+
+diabetes (a regression: ten measurements, the disease's progression a year later): CSV files with
+a header, OUT_DIR/train/part-0.csv and part-1.csv (two files, so that two workers can each read
+their own) and OUT_DIR/validation/part-0.csv, which configs/code/diabetes.py's data hook reads.
+
+Needs scikit-learn (the `test` extra; `make install` installs it).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import sys
 from pathlib import Path
 
 VALIDATION_EXAMPLES = 360
+DIABETES_VALIDATION = 90
 
 
 def write_digits(out_dir: Path, validation: int = VALIDATION_EXAMPLES, seed: int = 0) -> dict[str, int]:
@@ -35,18 +42,46 @@ def write_digits(out_dir: Path, validation: int = VALIDATION_EXAMPLES, seed: int
     return counts
 
 
+def write_diabetes(out_dir: Path, validation: int = DIABETES_VALIDATION, seed: int = 0) -> dict[str, int]:
+    """Shuffle the 442 patients with `seed`, hold out `validation`; the training rows go into two files."""
+    import numpy as np
+    from sklearn.datasets import load_diabetes
+
+    data = load_diabetes()
+    order = np.random.default_rng(seed).permutation(len(data.target))
+    x, y = data.data[order].astype(np.float32), data.target[order].astype(np.float32)
+    header = ",".join([*data.feature_names, "target"])
+    parts = {"train": np.array_split(np.arange(validation, len(y)), 2), "validation": [np.arange(validation)]}
+    counts = {}
+    for channel, pieces in parts.items():
+        directory = out_dir / channel
+        directory.mkdir(parents=True, exist_ok=True)
+        for i, rows in enumerate(pieces):
+            np.savetxt(directory / f"part-{i}.csv", np.column_stack([x[rows], y[rows]]), delimiter=",",
+                       header=header, comments="", fmt="%.6g")
+        counts[channel] = sum(len(rows) for rows in pieces)
+    return counts
+
+
+WRITERS = {"digits": (write_digits, VALIDATION_EXAMPLES), "diabetes": (write_diabetes, DIABETES_VALIDATION)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m smtrain.local.demo_data", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--validation", type=int, default=VALIDATION_EXAMPLES, help="examples held out")
+    parser.add_argument("--dataset", choices=sorted(WRITERS), default="digits")
+    parser.add_argument("--validation", type=int, default=None,
+                        help=f"examples held out (digits: {VALIDATION_EXAMPLES}, diabetes: {DIABETES_VALIDATION})")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    write, held_out = WRITERS[args.dataset]
     try:
-        counts = write_digits(args.out_dir, args.validation, args.seed)
+        counts = write(args.out_dir, held_out if args.validation is None else args.validation, args.seed)
     except ImportError:
         print("scikit-learn is needed: pip install scikit-learn (or `make install`)", file=sys.stderr)
         return 2
-    print(f"wrote {counts['train']} training and {counts['validation']} validation digits to {args.out_dir}")
+    print(f"wrote {counts['train']} training and {counts['validation']} validation {args.dataset} examples to "
+          f"{args.out_dir}")
     return 0
 
 

@@ -108,6 +108,10 @@ class JobStore:
     def log_dir(self, name: str) -> Path:
         return self.job_dir(name) / "logs"
 
+    def hosts_dir(self, name: str) -> Path:
+        """hosts/: one directory per host, each that host's /opt/ml."""
+        return self.job_dir(name) / "hosts"
+
 
 def job_info(record: dict[str, Any]) -> JobInfo:
     logs = record.get("log_dir")

@@ -7,7 +7,8 @@ under a keeper holding the supervisor's lifeline (smtrain.local.lifeline), so th
 with smtrain even when smtrain is SIGKILLed and nothing of it runs any more. Output (stdout and
 stderr together, line by line) is masked (smtrain.redact) before it goes anywhere: to the stream
 prefixed ``[algo-N]`` and to the host's log file, one ``<UTC ISO time><TAB><line>`` per line, so that the logs of
-several hosts merge by time.
+several hosts merge by time. TensorFlow's start-up noise (smtrain.local.tf_noise) goes to the log file
+only, unless the run is verbose or its host fails.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from smtrain.local.lifeline import Lifeline
+from smtrain.local.tf_noise import is_noise
 from smtrain.redact import StreamMasker, mask_text
 
 MAIN = "main"  # the job is done when every main process has exited 0
@@ -31,6 +34,9 @@ AUX = "aux"  # serves the main ones (a parameter server); ended once they are do
 TICK = 0.1
 DEFAULT_GRACE = 10.0
 OWN_EXIT_WAIT = 2.0  # how long a process that wrote output/failure gets to exit by itself
+# A failed host's hidden lines shown at most: its processes' start-up lines (a few each, even with
+# several ranks), while a warning repeated every epoch cannot flood the terminal; the log has them all.
+HIDDEN_SHOWN = 50
 
 
 @dataclass(frozen=True)
@@ -107,25 +113,58 @@ def parse_log_line(line: str) -> tuple[dt.datetime, str] | None:
 
 
 class Output:
-    """Where lines go: the stream (prefixed) and one log file per host."""
+    """Where lines go: the stream (prefixed) and one log file per host.
 
-    def __init__(self, stream: TextIO | None, log_dir: Path) -> None:
+    TensorFlow's start-up noise goes to the log file only, unless `verbose`; `show_hidden(host)`
+    shows what a failed host's noise held back.
+    """
+
+    def __init__(self, stream: TextIO | None, log_dir: Path, *, verbose: bool = False) -> None:
         self._stream = stream
         self._log_dir = log_dir
+        self._verbose = verbose
         self._lock = threading.Lock()
         self._files: dict[str, TextIO] = {}
         self._mask = StreamMasker()  # per host: a private key block printed over several lines
+        self._hidden: dict[str, deque[str]] = {}  # per host: the last HIDDEN_SHOWN noise lines held back
+        self._hidden_count: dict[str, int] = {}
         log_dir.mkdir(parents=True, exist_ok=True)
+
+    def log_file(self, host: str) -> Path:
+        return self._log_dir / f"{host}.log"
 
     def line(self, host: str, message: str) -> None:
         with self._lock:
             message = self._mask(host, message)  # before it is written anywhere: `smtrain logs` reads the file
             handle = self._files.get(host)
             if handle is None:
-                handle = self._files[host] = open(self._log_dir / f"{host}.log", "a", encoding="utf-8")  # noqa: SIM115
+                handle = self._files[host] = open(self.log_file(host), "a", encoding="utf-8")  # noqa: SIM115
             handle.write(format_log_line(utc_now(), message))
             handle.flush()
+            if not self._verbose and is_noise(message):
+                self._hidden.setdefault(host, deque(maxlen=HIDDEN_SHOWN)).append(message)
+                self._hidden_count[host] = self._hidden_count.get(host, 0) + 1
+                return
             self._show(f"[{host}] {message}\n")
+
+    def show_hidden(self, host: str) -> None:
+        """After `host` failed: the noise lines of it that the terminal did not show, the last HIDDEN_SHOWN.
+
+        A failure can be explained by a line that reads like start-up noise (CUDA that did not load, a
+        plugin registered twice, the TensorFlow build in use), and a person looking at a failure should
+        not have to know that the terminal held lines back. The last ones are shown because they are the
+        nearest to the failure; the header says how many there were and which file has them all.
+        """
+        with self._lock:
+            lines = self._hidden.pop(host, deque())
+            count = self._hidden_count.pop(host, 0)
+            if not lines:
+                return
+            which = f"the last {len(lines)} of {count}" if count > len(lines) else f"{count}"
+            self._show(f"[smtrain] hidden TensorFlow start-up lines of {host} ({which}; all are in "
+                       f"{self.log_file(host)}):\n")
+            for message in lines:
+                self._show(f"[{host}] {message}\n")
 
     def _show(self, text: str) -> None:
         # A closed terminal or pipe must not stop the readers: a child blocked on a full pipe would hang.
@@ -257,7 +296,8 @@ class Supervisor:
                 code = self._own_exit(running)
                 how = describe_exit(code) if code is not None else "output/failure written"
                 self.output.note(f"{running.spec.name} failed ({how}): ending the other processes")
-                self._end()
+                self._end()  # its output read to the end first: every line of the failed host is in
+                self.output.show_hidden(host)
                 return self._outcome("Failed", "Failed", reason="failure", host=host, failed=running, exit_code=code)
             mains = [r for r in self.running if r.spec.role == MAIN]
             if all(r.exit_code == 0 for r in mains):

@@ -19,6 +19,8 @@
                      argparse against the hyperparameters
     preflight_io.py  its rules on local paths and on the model saved by every worker
     preflight_names.py  what a name in a script stands for, through its imports
+    declared_metrics.py the metrics a model reports beyond loss and accuracy (spec `metrics:`, and literal
+                     compile(metrics=...) in the code, read with ast), for the MetricDefinitions
 
 May import: spec, the shared modules, and three plain-Python modules of the bundled entrypoint
 (smtrain_tf.scaling, .contract.hyperparameters, .models.names: one copy of the batch and

@@ -10,9 +10,15 @@ from typing import Any
 # The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
-from smtrain.plan import distribution, entrypoint_rules, launch, program
+from smtrain.plan import declared_metrics, distribution, entrypoint_rules, launch, program
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
 from smtrain.plan.request_limits import preview_problems
+from smtrain.plan.request_preview import (
+    TENSORBOARD_LOCAL_PATH,
+    job_name_template,
+    tensorboard_files_uri,
+    tensorboard_s3_path,
+)
 from smtrain.plan.tf_versions import default_py_version, image_regions, tf_py_versions
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.problems import Problem, SpecError
@@ -84,6 +90,8 @@ class Plan:
     strategy_told: str | None = None  # own scripts: what the container tells the script's strategy
     # The request's Environment: the spec's, then the SMTRAIN_* variables smtrain adds.
     environment: dict[str, str] = field(default_factory=dict)
+    # Metrics the model reports beyond loss and accuracy: each gets MetricDefinitions (declared_metrics.py).
+    metrics: tuple[str, ...] = ()
     warnings: list[Problem] = field(default_factory=list)
     # Where the spec's fields sit in its file: later checks (the rendered request's) report there too.
     source: SourceMap | None = field(default=None, compare=False, repr=False)
@@ -92,6 +100,13 @@ class Plan:
     def smtrain_environment(self) -> dict[str, str]:
         """The variables smtrain adds to the spec's environment (a spec never sets one of them itself)."""
         return {k: v for k, v in self.environment.items() if k not in self.spec.environment}
+
+    def tensorboard(self) -> dict[str, str | None]:
+        """Where the job's TensorBoard event files go: written to `container_path` by the chief, uploaded by
+        SageMaker under `event_files` (the job name a template), or nowhere in S3 (both None)."""
+        s3_path = tensorboard_s3_path(self.spec)
+        return {"container_path": TENSORBOARD_LOCAL_PATH, "s3_output_path": s3_path,
+                "event_files": tensorboard_files_uri(s3_path, job_name_template(self.spec.name)) if s3_path else None}
 
     def summary(self) -> dict[str, Any]:
         """The plan as stable, documented keys (`smtrain plan --output json`)."""
@@ -132,6 +147,8 @@ class Plan:
                          "price_source": self.cost.price_source, "price_date": self.cost.price_date,
                          "price_region": self.cost.price_region, "region_note": self.cost.region_note,
                          "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate},
+            "tensorboard": self.tensorboard(),
+            "metrics": ["loss", "accuracy", *self.metrics],
             "warnings": [w.render() for w in self.warnings],
         }
 
@@ -289,6 +306,7 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         wrap=_wrap(spec, replicas),
         strategy_told=program.strategy_told(kind, strategy, spec.compute.nodes, instance.gpus, processes),
         environment=environment,
+        metrics=declared_metrics.declared(spec, loaded.base_dir),
         warnings=warnings,
         source=loaded.source,
     )

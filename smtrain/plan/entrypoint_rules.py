@@ -78,9 +78,10 @@ def _defines(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def _hook(loaded: LoadedSpec, hook: str) -> list[Problem]:
-    """A `module:function` model hook must name a function that exists in code.source_dir (read, not run)."""
-    where = ("training", "model")
+def _hook(loaded: LoadedSpec, hook: str, kind: str = "model") -> list[Problem]:
+    """A `module:function` hook (training.model or training.data) must name a function that exists in
+    code.source_dir (read, not run)."""
+    where = ("training", kind)
     source_dir = loaded.spec.code.source_dir
     if not source_dir:
         return []  # the spec itself asks for code.source_dir with a hook
@@ -90,17 +91,17 @@ def _hook(loaded: LoadedSpec, hook: str) -> list[Problem]:
     candidates = [base.with_suffix(".py"), base / "__init__.py"]
     path = next((p for p in candidates if p.is_file()), None)
     if path is None:
-        return [loaded.problem(where, f"model hook {hook}: no {Path(*module.split('.')).with_suffix('.py')} "
+        return [loaded.problem(where, f"{kind} hook {hook}: no {Path(*module.split('.')).with_suffix('.py')} "
                                       f"in code.source_dir ({source_dir})")]
     try:
         tree = ast.parse(path.read_bytes(), str(path))
     except SyntaxError as exc:
-        return [loaded.problem(where, f"model hook {hook}: {path.name} line {exc.lineno}: {exc.msg}")]
+        return [loaded.problem(where, f"{kind} hook {hook}: {path.name} line {exc.lineno}: {exc.msg}")]
     except (OSError, ValueError) as exc:
-        return [loaded.problem(where, f"model hook {hook}: cannot read {path.name}: {exc}")]
+        return [loaded.problem(where, f"{kind} hook {hook}: cannot read {path.name}: {exc}")]
     if not _defines(tree, function):
         names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        return [loaded.problem(where, f"model hook {hook}: {path.name} defines no {function}"
+        return [loaded.problem(where, f"{kind} hook {hook}: {path.name} defines no {function}"
                                       f"{_nearest(function, names)}")]
     return []
 
@@ -116,9 +117,14 @@ def _model(loaded: LoadedSpec) -> list[Problem]:
                                                   "code.source_dir that returns a Keras model)")]
 
 
+def _data(loaded: LoadedSpec) -> list[Problem]:
+    data = loaded.spec.training.data
+    return _hook(loaded, data, "data") if is_hook(data) else []
+
+
 def _unknown_hyperparameters(loaded: LoadedSpec) -> list[Problem]:
-    """Names the entrypoint does not know: a typo to flag, unless a model hook may read them."""
-    if is_hook(loaded.spec.training.model):
+    """Names the entrypoint does not know: a typo to flag, unless a model or data hook may read them."""
+    if is_hook(loaded.spec.training.model) or is_hook(loaded.spec.training.data):
         return []
     known = sorted(ENTRYPOINT_HYPERPARAMETERS)
     return [loaded.problem(("hyperparameters", name), f"the bundled entrypoint has no hyperparameter '{name}'"
@@ -129,5 +135,5 @@ def _unknown_hyperparameters(loaded: LoadedSpec) -> list[Problem]:
 
 def check(loaded: LoadedSpec, tf_version: str | None, py_version: str | None) -> tuple[list[Problem], list[Problem]]:
     """(errors, warnings) for a job that runs the bundled entrypoint."""
-    errors = _tensorflow(loaded, tf_version, py_version) + _channels(loaded) + _model(loaded)
+    errors = _tensorflow(loaded, tf_version, py_version) + _channels(loaded) + _model(loaded) + _data(loaded)
     return errors, _unknown_hyperparameters(loaded)

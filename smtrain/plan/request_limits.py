@@ -37,6 +37,7 @@ _FIELDS: dict[tuple[str, ...], Path_] = {
     ("EnableManagedSpotTraining",): ("compute", "spot"),
     ("OutputDataConfig",): ("output",),
     ("CheckpointConfig",): ("checkpoints",),
+    ("TensorBoardOutputConfig",): ("tensorboard",),
     ("VpcConfig",): ("network",),
     ("VpcConfig", "Subnets"): ("network", "subnets"),
     ("VpcConfig", "SecurityGroupIds"): ("network", "security_groups"),
@@ -113,6 +114,8 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
         return ("network", "subnets", path[2])
     if len(path) >= 3 and path[:2] == ("VpcConfig", "SecurityGroupIds"):
         return ("network", "security_groups", path[2])
+    if head == "TensorBoardOutputConfig" and spec.tensorboard is None:
+        return ("output",)  # the default place, <output>/tensorboard: the output decides it
     found = _longest(_FIELDS, path)
     return found[0] if found else ()
 

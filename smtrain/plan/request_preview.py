@@ -3,7 +3,7 @@
 It holds every field the spec decides, as the SDK (v2, through smtrain.sagemaker) renders it:
 the hyperparameters JSON-encoded, with the sagemaker_* ones the SDK adds for the strategy; the
 environment (the spec's and smtrain's SMTRAIN_* variables: Plan.environment), tags, resources,
-stopping condition, output, checkpoints, channels (with the code channel the SDK adds under network
+stopping condition, output, checkpoints, TensorBoard output, channels (with the code channel the SDK adds under network
 isolation), VPC, image, role, the Enable* flags and the metric definitions. It leaves out what the SDK alone decides and the
 spec cannot break (its own image URI, ProfilerConfig, EnableSageMakerMetricsTimeSeries). Two
 values exist only at submit time: the job name's time and suffix and the bundle's sha256; the
@@ -17,6 +17,7 @@ import functools
 import importlib.resources
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from smtrain.plan.catalog import InstanceType
@@ -28,6 +29,12 @@ JOB_NAME_SUFFIX = "-yyyymmdd-HHMMSS-xxxx"
 # The bundle's key: <output>/source/<sha256>/sourcedir.tar.gz (smtrain.bundle.build.s3_key_for).
 _SOURCE_TEMPLATE = "{output}/source/" + "0" * 64 + "/sourcedir.tar.gz"
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+# Where the bundled entrypoint and smtrain_tf.fit write TensorBoard event files in the container (chief
+# only): <SM_OUTPUT_DIR>/tensorboard. SageMaker uploads that directory while the job runs.
+TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
+# What SageMaker adds under TensorBoardOutputConfig.S3OutputPath (the SDK's
+# Estimator.latest_job_tensorboard_artifacts_path builds the same path).
+TENSORBOARD_S3_FOLDER = "tensorboard-output"
 # The SDK's defaults that reach the request: container_log_level=logging.INFO, the input mode, and
 # the model_dir of MPI jobs (sagemaker/tensorflow/estimator.py, _default_s3_path).
 _CONTAINER_LOG_LEVEL = 20
@@ -51,6 +58,7 @@ class PlanLike(Protocol):
     distribution: dict[str, Any] | None
     hyperparameters: dict[str, Any]
     environment: dict[str, str]  # the container's: the spec's, then smtrain's SMTRAIN_* variables
+    metrics: tuple[str, ...]  # the model's declared metrics beyond loss and accuracy (declared_metrics.py)
     source: SourceMap | None  # positions of the spec's fields, for messages
 
 
@@ -75,14 +83,39 @@ def max_wait_seconds(compute: ComputeSpec) -> int | None:
 
 
 @functools.lru_cache(maxsize=1)
-def metric_definitions() -> tuple[dict[str, str], ...]:
-    """The MetricDefinitions of every job (smtrain_tf ships them as JSON).
-
-    The bundled entrypoint, smtrain_tf.fit and a wrapped script's fit print the lines they read; a
-    script that prints none of them costs nothing, as its job simply has no metrics.
-    """
+def _shipped_definitions() -> tuple[dict[str, str], ...]:
     text = importlib.resources.files("smtrain_tf").joinpath("metric_definitions.json").read_text(encoding="utf-8")
     return tuple(json.loads(text))
+
+
+def metric_definitions(declared: Sequence[str] = ()) -> tuple[dict[str, str], ...]:
+    """The MetricDefinitions of a job: those of every job (smtrain_tf ships them as JSON), then a train and
+    a validation definition for each metric the model declares (smtrain.plan.declared_metrics).
+
+    The bundled entrypoint, smtrain_tf.fit and a wrapped script's fit print the lines they read; a
+    script that prints none of them costs nothing, as its job simply has no metrics. Each name is
+    matched after a space, so ` mae=` never matches inside `val_mae=`.
+    """
+    extra = []
+    for name in declared:
+        extra += [{"Name": f"train:{name}", "Regex": f" {name}=([0-9.eE+-]+)"},
+                  {"Name": f"validation:{name}", "Regex": f" val_{name}=([0-9.eE+-]+)"}]
+    return _shipped_definitions() + tuple(extra)
+
+
+def tensorboard_s3_path(spec: Spec) -> str | None:
+    """TensorBoardOutputConfig.S3OutputPath: the spec's `tensorboard`, else <output>/tensorboard for an s3://
+    output; None when turned off (`tensorboard: false`) or when the output is a place on this machine."""
+    if spec.tensorboard is False:
+        return None
+    if isinstance(spec.tensorboard, str):
+        return spec.tensorboard
+    return f"{spec.output.rstrip('/')}/tensorboard" if spec.output.startswith("s3://") else None
+
+
+def tensorboard_files_uri(s3_output_path: str, job_name: str) -> str:
+    """The S3 prefix a job's event files land under: <S3OutputPath>/<job>/tensorboard-output/."""
+    return f"{s3_output_path.rstrip('/')}/{job_name}/{TENSORBOARD_S3_FOLDER}/"
 
 
 def _s3_join(*parts: str) -> str:
@@ -148,7 +181,7 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
     algorithm: dict[str, Any] = {"TrainingInputMode": _INPUT_MODE}
     if plan.image_uri:
         algorithm["TrainingImage"] = plan.image_uri
-    algorithm["MetricDefinitions"] = [dict(m) for m in metric_definitions()]
+    algorithm["MetricDefinitions"] = [dict(m) for m in metric_definitions(plan.metrics)]
     resources: dict[str, Any] = {"InstanceType": plan.instance.name, "InstanceCount": plan.nodes,
                                  "VolumeSizeInGB": volume_size_gb(c)}
     if c.keep_alive:
@@ -169,6 +202,9 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
         stopping["MaxWaitTimeInSeconds"] = max_wait_seconds(c)
     if spec.checkpoints:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoints, "LocalPath": CHECKPOINT_LOCAL_PATH}
+    tensorboard = tensorboard_s3_path(spec)
+    if tensorboard:
+        request["TensorBoardOutputConfig"] = {"S3OutputPath": tensorboard, "LocalPath": TENSORBOARD_LOCAL_PATH}
     channels = [_channel(n, ch.uri, ch.mode, ch.distribution) for n, ch in spec.inputs.items()]
     if spec.network.isolation:
         channels.append(_channel(CODE_CHANNEL, source, None, None))

@@ -6,7 +6,8 @@
     upload.py     the bundle to S3: HEAD, then PUT with its sha256 (skipped when S3 has it)
     create.py     CreateTrainingJob never sent twice (describe before resending a lost answer)
     aws.py        boto3 sessions, retries and timeouts; AWS errors as one actionable line
-    backend.py    describe / list / logs / stop of SageMaker jobs (SageMakerBackend)
+    backend.py    describe / list / logs / stop of SageMaker jobs, their TensorBoard event files (SageMakerBackend)
+    event_files.py  where SageMaker keeps a job's TensorBoard event files; downloaded to a directory here
 
 May import: bundle, plan, spec and the shared modules. sagemaker, boto3 and botocore are imported
 inside functions only.

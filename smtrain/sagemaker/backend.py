@@ -14,12 +14,13 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
-from smtrain.jobs import JobInfo, LogEvent, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, LogEvent, poll_interval
 from smtrain.redact import StreamMasker, remember
 from smtrain.sagemaker.aws import api_errors, boto_session, error_code, is_not_found
 
@@ -179,12 +180,26 @@ class SageMakerBackend:
         _remember_job_secrets(description)
         return description
 
-    def describe(self, name: str) -> JobInfo:
+    def description(self, name: str) -> dict[str, Any]:
+        """DescribeTrainingJob's answer; an unknown job is a UserError (exit 4)."""
         d = self._description(name)
         if d is None:
             raise UserError(f"no training job named {name} in {self.region} (check the name, or --region)",
                             exit_codes.API)
-        return job_from_description(d, self.region)
+        return d
+
+    def describe(self, name: str) -> JobInfo:
+        return job_from_description(self.description(name), self.region)
+
+    def event_files(self, name: str, directory: Path | None = None) -> EventFiles:
+        """The job's TensorBoard event files, downloaded from S3 into `directory` (default: this user's cache)."""
+        from smtrain.sagemaker.event_files import default_directory, download, event_files_uri
+
+        uri = event_files_uri(self.description(name))
+        target = directory or default_directory(name)
+        with api_errors(f"download the TensorBoard event files of {name} from {uri}"):
+            count = download(self._session.client("s3"), uri, target)
+        return EventFiles(name, uri, target, count)
 
     def exists(self, name: str) -> bool:
         return self._description(name) is not None

@@ -90,6 +90,10 @@ class EstimatorSpec:
     #             "distribution"?: "FullyReplicated"|"ShardedByS3Key"}
     inputs: dict[str, dict]
     container_log_level: int | None = None
+    # TensorBoardOutputConfig: SageMaker uploads tensorboard_local_path (in the container) to
+    # <tensorboard_s3_uri>/<job>/tensorboard-output/ while the job runs.
+    tensorboard_s3_uri: str | None = None
+    tensorboard_local_path: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,6 +461,12 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
         # container uses /opt/ml/checkpoints.
         if spec.checkpoint_local_path:
             kwargs["checkpoint_local_path"] = spec.checkpoint_local_path
+    if spec.tensorboard_s3_uri:
+        # Independent of the Debugger hook (off above): the SDK sends it as it is.
+        from sagemaker.debugger import TensorBoardOutputConfig
+
+        kwargs["tensorboard_output_config"] = TensorBoardOutputConfig(
+            s3_output_path=spec.tensorboard_s3_uri, container_local_output_path=spec.tensorboard_local_path)
     if spec.keep_alive_seconds and spec.keep_alive_seconds > 0:
         kwargs["keep_alive_period_in_seconds"] = spec.keep_alive_seconds
     if spec.container_log_level is not None:

@@ -13,7 +13,14 @@ from smtrain.errors import UserError
 from smtrain.jobs import reattach_command
 from smtrain.plan.build import Plan
 from smtrain.plan.request_limits import request_problems
-from smtrain.plan.request_preview import CHECKPOINT_LOCAL_PATH, max_wait_seconds, metric_definitions, volume_size_gb
+from smtrain.plan.request_preview import (
+    CHECKPOINT_LOCAL_PATH,
+    TENSORBOARD_LOCAL_PATH,
+    max_wait_seconds,
+    metric_definitions,
+    tensorboard_s3_path,
+    volume_size_gb,
+)
 from smtrain.sagemaker.upload import UploadResult, upload_bundle
 from smtrain.spec.problems import SpecError
 
@@ -25,6 +32,7 @@ def estimator_spec(request: Request) -> Any:
     plan, spec = request.plan, request.plan.spec
     output = spec.output.rstrip("/")
     c = spec.compute
+    tensorboard = tensorboard_s3_path(spec)
     return EstimatorSpec(
         region=plan.region,
         role=spec.role,
@@ -52,9 +60,11 @@ def estimator_spec(request: Request) -> Any:
         encrypt_inter_container_traffic=spec.network.encrypt_inter_container_traffic,
         environment=dict(plan.environment),  # the spec's, then smtrain's SMTRAIN_* variables
         tags=dict(spec.tags),
-        metric_definitions=metric_definitions(),
+        metric_definitions=metric_definitions(plan.metrics),
         inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution}
                 for name, ch in spec.inputs.items()},
+        tensorboard_s3_uri=tensorboard,
+        tensorboard_local_path=TENSORBOARD_LOCAL_PATH if tensorboard else None,
     )
 
 

@@ -230,6 +230,26 @@ DataUri = _typed(str, _data_uri, {"type": "string",
                                   "description": "s3://bucket/prefix, file:///path or a local path"})
 S3Uri = checked("an S3 URI", patterns.S3_URI, "write s3://bucket/prefix")
 
+# YAML 1.1's false words: `tensorboard: off` turns an output off; an editor (YAML 1.2) reads `off` as text.
+_FALSE_WORDS = sorted(w for w, on in FLAG_WORDS.items() if not on)
+
+
+def _s3_uri_or_off(value: object) -> str | bool:
+    """An S3 URI, or false (off, no) for none. True is refused: the default is what leaving the field out
+    gives, and a `true` would read as a place that is not written anywhere."""
+    if isinstance(value, bool) or (isinstance(value, str) and value in FLAG_WORDS):
+        if not _flag(value):
+            return False
+        raise ValueError(f"{brief(value)}: write an S3 URI (s3://bucket/prefix) or false; leave the field out "
+                         "for the default")
+    if not patterns.S3_URI.matches(value):
+        raise ValueError(f"{brief(value)} is not an S3 URI or false: write s3://bucket/prefix, or false for none")
+    return value  # type: ignore[return-value]
+
+
+S3UriOrOff = _typed(str | bool, _s3_uri_or_off, {"anyOf": [patterns.S3_URI.json_schema(), {"const": False},
+                                                           {"enum": _FALSE_WORDS}]})
+
 # Tag text: letters and digits of any script, spaces and _.:/=+-@ (the schema can only refuse the
 # ASCII characters outside that set; the loader checks every character).
 _TAG_EXTRA = set(" _.:/=+-@")

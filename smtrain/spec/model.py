@@ -31,6 +31,7 @@ from smtrain.spec.fields import (
     Line,
     ProcessesPerHost,
     S3Uri,
+    S3UriOrOff,
     Size,
     TagValue,
     Text,
@@ -119,7 +120,10 @@ class TrainingSpec(_Model):
     xla: Flag = False
     steps_per_execution: whole(1) | None = None
     checkpoint_every_steps: whole(0) | None = None
-    data: Literal["channels", "synthetic"] = "channels"
+    data: checked("a data source", patterns.DATA_SOURCE, "write channels, synthetic, or module:function (a data "
+                  "hook in code.source_dir returning tf.data datasets)") = Field(
+        "channels", description="channels, synthetic, or module:function in your source_dir returning unbatched "
+        "tf.data datasets of (features, labels)")
     data_format: Literal["auto", "npz", "tfrecord", "csv"] = "auto"
     seed: whole(0) | None = None
     gradient_accumulation_steps: whole(1) | None = Field(
@@ -171,6 +175,14 @@ class Spec(_Model):
     inputs: dict[ChannelName, ChannelSpec] = Field(default_factory=dict, description="channel name -> URI or {uri, mode}")
     output: DataUri = Field(description="where model, output and code go (s3://, or local for --local)")
     checkpoints: S3Uri | None = Field(None, description="checkpoint S3 URI; required when compute.spot is true")
+    tensorboard: S3UriOrOff | None = Field(
+        None, description="where SageMaker keeps the job's TensorBoard event files (an S3 URI: its "
+        "TensorBoardOutputConfig; they land under <uri>/<job>/tensorboard-output/), or false for none; default "
+        "<output>/tensorboard when output is s3://")
+    metrics: tuple[checked("a metric name", patterns.METRIC_NAME, "letters, digits and _, as the metric line "
+                           "names it (mae, val_ is added for validation)"), ...] = Field(
+        (), description="metrics your model reports beyond loss and accuracy (e.g. mae), for the job's "
+        "MetricDefinitions; those compiled in a model hook or script with literal names are found without it")
     hyperparameters: dict[HyperName, HyperValue] = Field(default_factory=dict, description="passed through as they are")
     environment: dict[EnvName, Text] = Field(default_factory=dict)
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
@@ -342,6 +354,9 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
         out.append(loaded.problem(("code", field), "needs code.source_dir"))
     if "/" not in spec.training.model and ":" in spec.training.model and code.source_dir is None:
         out.append(loaded.problem(("training", "model"), "a module:function model lives in your code: "
+                                  "set code.source_dir"))
+    if ":" in spec.training.data and code.source_dir is None:
+        out.append(loaded.problem(("training", "data"), "a module:function data hook lives in your code: "
                                   "set code.source_dir"))
     return out
 

@@ -57,6 +57,10 @@ ENV_NAME = Pattern(r"[A-Za-z_][A-Za-z0-9_]{0,511}")
 SUBNET = Pattern(r"subnet-[0-9a-f]{8,17}")
 SECURITY_GROUP = Pattern(r"sg-[0-9a-f]{8,17}")
 PYTHON_TAG = Pattern(r"py3[0-9]{1,2}")
+# The bundled entrypoint's `data`: its own sources, or a module:function data hook in source_dir.
+DATA_SOURCE = Pattern(r"channels|synthetic|[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*")
+# A metric as the metric line names it (`name=value`): Keras's names, letters, digits and _.
+METRIC_NAME = Pattern(r"[A-Za-z_][A-Za-z0-9_]*", max_length=64)
 TF_VERSION = Pattern(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
 # registry/repository[:tag][@sha256:digest], as Docker and ECR read an image reference; the
 # registry is a host name with a dot or a port (or localhost), so "a b" or "ubuntu" is refused.

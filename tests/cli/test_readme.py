@@ -119,6 +119,12 @@ def test_documented_job_keys_are_the_job_keys() -> None:
     assert documented_keys("Job") == set(JobInfo(name="x", backend="local", status="Completed").to_dict())
 
 
+def test_documented_tensorboard_keys_are_what_tensorboard_prints() -> None:
+    from smtrain.jobs import EventFiles
+
+    assert documented_keys("tensorboard") == set(EventFiles("j", "local", Path("/x"), 1).to_dict(None))
+
+
 def test_documented_submit_keys_are_what_submit_prints() -> None:
     from smtrain.cli.render import local_submitted
     from smtrain.jobs import JobInfo

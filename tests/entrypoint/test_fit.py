@@ -128,6 +128,10 @@ def test_default_strategy_trains_saves_and_resumes(tmp_path: Path, code: Path, d
     _chief_artifacts(host, out)
     assert _heldout_accuracy(host, digits) >= 0.9
     assert len((host.base / "output" / "data" / "epochs.csv").read_text().splitlines()) == 7  # header + 6
+    # fit writes TensorBoard scalars where SageMaker's TensorBoardOutputConfig reads them (LocalPath).
+    board = host.base / "output" / "tensorboard"
+    assert [p.name for p in sorted(board.iterdir())] == ["train", "validation"]
+    assert list((board / "train").glob("events.out.tfevents.*"))
 
     # The job restarted (a spot interruption) with two more epochs: it goes on from the checkpoint.
     again = _host(tmp_path, digits_npz, 8)

@@ -435,15 +435,15 @@ def test_a_job_that_asked_for_a_gpu_and_sees_none_fails_with_the_likely_cause(tm
 
 # --- pieces, in this process ---------------------------------------------------------------------
 
-def test_the_metric_line_from_keras_logs_leaves_out_what_the_logs_lack() -> None:
+def test_the_metric_line_from_keras_logs_carries_every_logged_metric_and_nothing_else() -> None:
     from smtrain_tf.wrap.epoch_lines import line_from_logs
 
     full = line_from_logs(3, 135, {"loss": 0.25, "accuracy": 0.9, "val_loss": 0.3, "val_accuracy": 0.875}, 0.002,
                           1234.4, 9.87)
     assert full == ("epoch=3 step=135 loss=0.2500 accuracy=0.9000 val_loss=0.3000 val_accuracy=0.8750 lr=0.002 "
                     "examples_per_sec=1234 elapsed=9.9")
-    bare = line_from_logs(1, 10, {"loss": 1.5, "mae": 0.2}, None, None, 1.0)
-    assert bare == "epoch=1 step=10 loss=1.5000 elapsed=1.0"
+    bare = line_from_logs(1, 10, {"loss": 1.5, "mae": 0.2, "val_mae": 0.25, "learning_rate": 0.1}, None, None, 1.0)
+    assert bare == "epoch=1 step=10 loss=1.5000 mae=0.2000 val_mae=0.2500 elapsed=1.0"
     # SageMaker's metric definitions read the values that are there and find nothing else.
     definitions = json.loads((Path(ENTRYPOINTS) / "smtrain_tf" / "metric_definitions.json").read_text())
     found = {d["Name"]: re.search(d["Regex"], bare) for d in definitions}

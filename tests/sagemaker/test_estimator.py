@@ -388,6 +388,14 @@ def test_optional_settings_are_left_out_when_unset() -> None:
     assert "InputDataConfig" not in r
 
 
+def test_tensorboard_output_config_goes_out_as_given_with_the_debugger_still_off() -> None:
+    r = render_request(make_spec(tensorboard_s3_uri="s3://b/tb", tensorboard_local_path="/opt/ml/output/tensorboard"),
+                       JOB)
+    assert r["TensorBoardOutputConfig"] == {"S3OutputPath": "s3://b/tb", "LocalPath": "/opt/ml/output/tensorboard"}
+    assert "DebugHookConfig" not in r  # TensorBoard output needs no Debugger hook
+    assert "TensorBoardOutputConfig" not in render_request(make_spec(), JOB)
+
+
 def test_cpu_instance_gets_the_cpu_image() -> None:
     r = render_request(make_spec(instance_type="ml.c5.4xlarge", distribution=None, instance_count=1), JOB)
     assert r["AlgorithmSpecification"]["TrainingImage"].endswith("tensorflow-training:2.19-cpu-py312")

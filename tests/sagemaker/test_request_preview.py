@@ -101,6 +101,8 @@ VARIED: dict[str, dict[str, Any]] = {
                 "training": {"lr_scaling": "sqrt"}, "hyperparameters": {"epochs": 2}, "environment": {"A": "1"}},
     "bundled_accumulating": {"compute": {"instance_type": "ml.g5.12xlarge", "allow_cpu": True},
                              "training": {"gradient_accumulation_steps": 4}},
+    "tensorboard_own": {"compute": {"instance_type": "ml.g5.xlarge"}, "tensorboard": "s3://my-bucket/tb/"},
+    "tensorboard_off": {"compute": {"instance_type": "ml.g5.xlarge"}, "tensorboard": False},
 }
 
 
@@ -110,6 +112,8 @@ def assert_preview_is_the_sdk_request(spec_path: Path) -> None:
     rendered = render_request(submission.estimator_spec(request), JOB)
     preview = preview_request(plan, JOB, request.source_uri)
     assert held_fields_differ(preview, rendered) == []
+    # Both or neither: the preview leaving out a field the SDK sends would pass the check above.
+    assert preview.get("TensorBoardOutputConfig") == rendered.get("TensorBoardOutputConfig")
     # The fields the spec decides are all there, each one held.
     assert {"TrainingJobName", "RoleArn", "HyperParameters", "ResourceConfig", "StoppingCondition",
             "OutputDataConfig", "AlgorithmSpecification"} <= set(preview)
@@ -131,9 +135,12 @@ def test_preview_is_the_sdk_request_for_varied_specs(name, tmp_path):
     spec = write_spec(tmp_path, VARIED[name])
     assert_preview_is_the_sdk_request(spec)
     preview = preview_request(build_plan(load_spec(spec, env={}), CATALOG))
+    if name == "tensorboard_off":
+        assert "TensorBoardOutputConfig" not in preview
     if name == "everything":
-        assert {"CheckpointConfig", "VpcConfig", "Environment", "Tags", "InputDataConfig", "EnableManagedSpotTraining",
-                "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption"} <= set(preview)
+        assert {"CheckpointConfig", "TensorBoardOutputConfig", "VpcConfig", "Environment", "Tags", "InputDataConfig",
+                "EnableManagedSpotTraining", "EnableNetworkIsolation",
+                "EnableInterContainerTrafficEncryption"} <= set(preview)
         assert preview["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 1800
 
 
@@ -178,6 +185,9 @@ CORPUS: dict[str, tuple[dict[str, Any], set[str]]] = {
     "long_input_uri": ({"inputs": {"train": "s3://my-bucket/" + "d" * 1010}}, {"inputs.train.uri"}),
     "too_many_channels": ({"inputs": {f"c{i}": f"s3://my-bucket/{i}" for i in range(21)}}, {"inputs"}),
     "long_image": ({"tensorflow": {"image_uri": "registry.example/" + "i" * 250}}, {"tensorflow.image_uri"}),
+    "long_tensorboard": ({"tensorboard": "s3://my-bucket/" + "t" * 1010}, {"tensorboard"}),
+    # <output>/tensorboard, the default, outgrows SageMaker's limit where the output itself fits.
+    "long_default_tensorboard": ({"output": "s3://my-bucket/" + "o" * 1000}, {"output"}),
     "too_many_subnets": ({"network": {"subnets": [f"subnet-{i:08x}" for i in range(17)],
                                       "security_groups": ["sg-0abc1234"]}}, {"network.subnets"}),
 }

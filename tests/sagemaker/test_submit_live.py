@@ -65,6 +65,12 @@ def test_server_receives_the_dry_run_request_and_the_bundle_once(aws: MotoServer
     # The request as the server got it equals the dry run's, but for the name and what holds it.
     [received] = aws.control.create_requests
     assert received == _renamed(dry["request"], "dry-run-name", name)
+    # TensorBoardOutputConfig included (the default place, beside the output), and DescribeTrainingJob
+    # answers with it (moto 5.2.5 keeps it): `smtrain tensorboard` reads it there.
+    tensorboard = {"S3OutputPath": f"s3://{BUCKET}/out/tensorboard", "LocalPath": "/opt/ml/output/tensorboard"}
+    assert received["TensorBoardOutputConfig"] == tensorboard
+    described = aws.client("sagemaker").describe_training_job(TrainingJobName=name)
+    assert described["TensorBoardOutputConfig"] == tensorboard
 
     # Content-addressed: the key carries the hash, S3 holds the hash, and the same code is not sent twice.
     key = f"out/source/{dry['upload']['sha256']}/sourcedir.tar.gz"

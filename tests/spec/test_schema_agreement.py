@@ -89,6 +89,9 @@ VALID = {
     "maps": "hyperparameters: {dropout: 0.5, name: x, on: true}\nenvironment: {A: 1, B: text, C: on}\n"
             "tags: {team: ml, cost-center: 42}\nnetwork: {subnets: [subnet-0abc1234], security_groups: [sg-0abc1234]}\n",
     "merge": "tags: &c {team: ml}\nenvironment:\n  <<: *c\n  B: x\n",
+    "tensorboard-uri": "tensorboard: s3://my-bucket/tb\n",
+    "tensorboard-off": "tensorboard: off\n",  # text to an editor (YAML 1.2), false to the loader
+    "tensorboard-false": "tensorboard: false\n",
     "own-script": "code: {source_dir: src, entry_point: train.py, wrap: on, wrap_batch: global}\n"
                   "compute: {allow_cpu: true}\ntraining: {gradient_accumulation_steps: 4}\n"
                   "hyperparameters: {epochs: 3, learning_rate: 0.1}\n",
@@ -134,6 +137,7 @@ REFUSED = {
     "unknown-key": "compute: {nods: 2}", "model-newline": 'training: {model: "mlp\\n"}',
     "hyper-list": "hyperparameters: {x: [1, 2]}", "missing-name": None,
     "wrap-batch": "code: {wrap_batch: per_gpu}", "wrap-word": "code: {wrap: maybe}",
+    "tensorboard": "tensorboard: s3:/bucket", "tensorboard-true": "tensorboard: true",
     "allow-cpu-word": "compute: {allow_cpu: maybe}", "accumulation-zero": "training: {gradient_accumulation_steps: 0}",
 }
 

@@ -329,8 +329,10 @@ def live_spec(directory: Path, changes: dict[str, Any] | None = None, name: str 
     return write_spec(directory, merged(base, changes or {}), name=name)
 
 
-def create_job(server: MotoServer, name: str, *, instance_type: str = "ml.g5.xlarge", count: int = 1) -> None:
-    """A training job made directly on the server (for lifecycle tests that need no submit)."""
+def create_job(server: MotoServer, name: str, *, instance_type: str = "ml.g5.xlarge", count: int = 1,
+               **fields: Any) -> None:
+    """A training job made directly on the server (for lifecycle tests that need no submit); `fields` are
+    more CreateTrainingJob members (TensorBoardOutputConfig...)."""
     server.client("sagemaker").create_training_job(
         TrainingJobName=name, RoleArn=ROLE,
         AlgorithmSpecification={"TrainingImage": "123.dkr.ecr.us-east-1.amazonaws.com/tf:2.19",
@@ -338,4 +340,5 @@ def create_job(server: MotoServer, name: str, *, instance_type: str = "ml.g5.xla
         OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/out"},
         ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 30},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        **fields,
     )

@@ -10,4 +10,5 @@ Pure Python (no TensorFlow), so a broken contract fails in well under a second.
     failure.py          the failure file (SageMaker's FailureReason)
     known_failures.py   TensorFlow errors with a known cause, as one-line failures
     log.py              the program's output lines, each in one write
+    user_hooks.py       `module:function` hooks in the user's source directory, found and called
 """

@@ -30,6 +30,7 @@ class Contract:
     output_dir: str
     output_data_dir: str
     checkpoint_dir: str
+    tensorboard_dir: Optional[str]  # None: off
     channels: Dict[str, str]
     hosts: List[str]
     current_host: str
@@ -122,6 +123,15 @@ def _under_mpi(environ: Mapping[str, str]) -> bool:
     return any(k in environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE"))
 
 
+def _tensorboard_dir(given: str, output: str) -> Optional[str]:
+    """/opt/ml/output/tensorboard: the LocalPath SageMaker uploads for a TensorBoardOutputConfig."""
+    if given.strip().lower() in ("off", "none", "false"):
+        return None
+    if "://" in given:
+        raise ConfigurationError(f"tensorboard_dir must be a local directory (SageMaker uploads it to S3), got {given}")
+    return given or os.path.join(output, "tensorboard")
+
+
 def read(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, own_script: bool = False) -> Contract:
     """Read and check the contract; raise ConfigurationError/DataError with a readable reason.
 
@@ -153,6 +163,7 @@ def read(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, own_s
         output_dir=output,
         output_data_dir=env.get("SM_OUTPUT_DATA_DIR") or os.path.join(output, "data"),
         checkpoint_dir=checkpoint_dir,
+        tensorboard_dir=_tensorboard_dir(hps["tensorboard_dir"], output),
         channels=_channels(env, base_dir),
         hosts=list(hosts),
         current_host=current,
@@ -179,8 +190,8 @@ def require_writable(contract: Contract) -> None:
 
 def require_channels(contract: Contract) -> None:
     """The train channel must exist as a directory; validation is optional but must exist if named."""
-    if contract.hp("data") == "synthetic":
-        return
+    if contract.hp("data") != "channels":
+        return  # generated, or a data hook's to read (it is given the channels there are)
     if TRAIN_CHANNEL not in contract.channels:
         named = ", ".join(sorted(contract.channels)) or "none"
         raise DataError(f"no '{TRAIN_CHANNEL}' channel (channels given: {named}); add an input named "

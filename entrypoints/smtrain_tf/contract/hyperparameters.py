@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -88,6 +89,23 @@ def _on_off_auto(text: str) -> str:
     return "on" if parse_bool(value) else "off"
 
 
+_HOOK = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def is_hook(text: str) -> bool:
+    """`module:function`: a model or data hook in the user's source directory."""
+    return bool(_HOOK.match(text))
+
+
+def _data_source(text: str) -> str:
+    value = str(text).strip()
+    if value.lower() in ("channels", "synthetic"):
+        return value.lower()
+    if is_hook(value):
+        return value
+    raise ValueError(f"expected channels, synthetic or module:function, got {text!r}")
+
+
 @dataclass(frozen=True)
 class Hyperparameter:
     name: str
@@ -115,7 +133,8 @@ TABLE: Tuple[Hyperparameter, ...] = (
     Hyperparameter("strategy", _choice(*STRATEGIES, aliases={"none": "default", "mwms": "multi_worker_mirrored",
                                                              "ps": "parameter_server"}),
                    "auto", "force a distribution strategy"),
-    Hyperparameter("data", _choice("channels", "synthetic"), "channels", "read channels or generate data"),
+    Hyperparameter("data", _data_source, "channels",
+                   "read channels, generate data, or module:function returning tf.data datasets"),
     Hyperparameter("data_format", _choice("auto", "npz", "tfrecord", "csv"), "auto", "file format of the channels"),
     Hyperparameter("num_classes", _at_least(parse_int, 0), 0, "classes (0: largest training label + 1)"),
     Hyperparameter("shuffle_buffer", _at_least(parse_int, 0), 10000, "examples in the shuffle buffer (0: no shuffle)"),
@@ -134,6 +153,8 @@ TABLE: Tuple[Hyperparameter, ...] = (
     Hyperparameter("allow_cpu", parse_bool, False, "train on the CPU when the job asked for GPUs and none is seen"),
     Hyperparameter("gradient_accumulation_steps", _at_least(parse_int, 1), 1,
                    "micro-batches whose gradients make one optimizer step"),
+    Hyperparameter("tensorboard_dir", parse_str, "",
+                   "where the chief writes TensorBoard scalars (default <SM_OUTPUT_DIR>/tensorboard; off: none)"),
 )
 
 ENV_PREFIX = "SMTRAIN_"

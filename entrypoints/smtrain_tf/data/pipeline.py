@@ -99,7 +99,10 @@ def evaluation(data: ChannelData, batch_size: int, *, cache: str, cache_max_mb: 
     return records.batch(batch_size, drop_remainder=False).prefetch(AUTOTUNE).with_options(options)
 
 
-def steps_per_epoch(num_examples: int, global_batch: int, cap: int) -> int:
+def steps_per_epoch(num_examples: Optional[int], global_batch: int, cap: int) -> int:
+    """Full batches in the data, at most `cap` (> 0); `cap` alone when the number of examples is unknown."""
+    if num_examples is None:
+        return cap
     steps = max(1, num_examples // global_batch)
     return min(steps, cap) if cap > 0 else steps
 

@@ -6,12 +6,12 @@ the serving signature turns them into probabilities.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..contract.errors import ConfigurationError
+from ..contract.user_hooks import call_hook, load_hook
+from ..training import measures
 from ..training.keras_compat import keras
 from .names import check_name
 
@@ -25,6 +25,9 @@ class ModelBundle:
     loss: Optional[Callable[..., Any]] = None
     optimizer: Optional[Any] = None
     from_logits: bool = True
+    metrics: Any = None  # as compile takes them; None: the default (accuracy for a classification loss)
+    loss_weights: Any = None
+    built_in: bool = True  # exported with the classification signature (probabilities, classes)
 
 
 def parse_units(text: str) -> Tuple[int, ...]:
@@ -81,30 +84,6 @@ def resnet50(input_shape: Sequence[int], num_classes: int) -> Any:
     return keras.Model(inputs, outputs, name="resnet50")
 
 
-def _load_hook(name: str) -> Callable[..., Any]:
-    module_name, function_name = name.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigurationError(f"model hook '{name}': cannot import module '{module_name}' ({exc}); put "
-                                 f"{module_name.replace('.', '/')}.py in your source directory") from None
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise ConfigurationError(f"model hook '{name}': module '{module_name}' has no function '{function_name}'")
-    return function
-
-
-def _call_hook(function: Callable[..., Any], offered: Dict[str, Any]) -> Any:
-    """Pass only the keyword arguments the hook's signature names (all of them if it takes **kwargs)."""
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return function(**offered)
-    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
-        return function(**offered)
-    return function(**{k: v for k, v in offered.items() if k in parameters})
-
-
 def _last_layer_is_softmax(model: Any) -> bool:
     try:
         activation = getattr(model.layers[-1], "activation", None)
@@ -114,9 +93,15 @@ def _last_layer_is_softmax(model: Any) -> bool:
 
 
 def _bundle_from_hook(name: str, result: Any) -> ModelBundle:
-    loss = optimizer = None
+    """What a model hook returned: a model (compiled or not), or a dict/tuple (model, loss, optimizer).
+
+    A compiled model brings its loss, optimizer, metrics and loss weights; what the dict or tuple
+    gives wins over them.
+    """
+    loss = optimizer = metrics = None
     if isinstance(result, dict):
-        model, loss, optimizer = result.get("model"), result.get("loss"), result.get("optimizer")
+        model, loss, optimizer, metrics = (result.get("model"), result.get("loss"), result.get("optimizer"),
+                                           result.get("metrics"))
     elif isinstance(result, (tuple, list)):
         items = list(result) + [None, None]
         model, loss, optimizer = items[0], items[1], items[2]
@@ -125,12 +110,24 @@ def _bundle_from_hook(name: str, result: Any) -> ModelBundle:
     if not isinstance(model, keras.Model):
         raise ConfigurationError(f"model hook '{name}' must return a Keras model, or a dict/tuple with one "
                                  f"(got {type(model).__name__})")
-    return ModelBundle(model=model, loss=loss, optimizer=optimizer, from_logits=not _last_layer_is_softmax(model))
+    compiled = measures.compiled(model)
+    return ModelBundle(model=model, loss=loss if loss is not None else compiled.get("loss"),
+                       optimizer=optimizer if optimizer is not None else compiled.get("optimizer"),
+                       from_logits=not _last_layer_is_softmax(model),
+                       metrics=metrics if metrics is not None else compiled.get("metrics"),
+                       loss_weights=compiled.get("loss_weights"), built_in=False)
 
 
-def build(name: str, input_shape: Sequence[int], num_classes: int, hidden_units: str,
-          hyperparameters: Dict[str, Any]) -> ModelBundle:
-    """Call inside the strategy's scope so that the variables are distributed."""
+def build(name: str, input_shape: Optional[Sequence[int]], num_classes: int, hidden_units: str,
+          hyperparameters: Dict[str, Any], element_spec: Any = None) -> ModelBundle:
+    """Call inside the strategy's scope so that the variables are distributed.
+
+    input_shape: one example's features (None when they are not one tensor: a data hook's dict);
+    element_spec: the (features, labels) spec of a data hook's dataset, offered to model hooks.
+    """
+    if name in ("mlp", "cnn", "resnet50") and input_shape is None:
+        raise ConfigurationError(f"model {name} takes one input tensor; the data's features are "
+                                 f"{element_spec[0] if element_spec else 'not one tensor'}: use a model hook")
     if name == "mlp":
         return ModelBundle(mlp(input_shape, num_classes, parse_units(hidden_units)))
     if name == "cnn":
@@ -138,7 +135,8 @@ def build(name: str, input_shape: Sequence[int], num_classes: int, hidden_units:
     if name == "resnet50":
         return ModelBundle(resnet50(input_shape, num_classes))
     check_name(name)
-    function = _load_hook(name)
-    result = _call_hook(function, {"input_shape": tuple(input_shape), "num_classes": num_classes,
-                                   "hyperparameters": dict(hyperparameters)})
+    function = load_hook("model", name)
+    result = call_hook(function, {"input_shape": tuple(input_shape) if input_shape is not None else None,
+                                  "num_classes": num_classes, "hyperparameters": dict(hyperparameters),
+                                  "element_spec": element_spec})
     return _bundle_from_hook(name, result)

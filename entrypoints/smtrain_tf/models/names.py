@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from ..contract.errors import ConfigurationError
+from ..contract.hyperparameters import is_hook
 
 BUILT_INS = ("mlp", "cnn", "resnet50")
-_HOOK = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
-
-def is_hook(name: str) -> bool:
-    return bool(_HOOK.match(name))
 
 
 def check_name(name: str) -> None:

@@ -4,6 +4,8 @@
     fit.py            smtrain_tf.fit: the same pieces for a user's model and data
     user_data.py      the user's arrays or datasets made into the loop's streams
     callbacks.py      Keras callbacks driven at train and epoch boundaries
+    measures.py       a model's loss and metrics (compiled or default) as sums every strategy adds up
+    summaries.py      TensorBoard scalars from the chief, with tf.summary alone
     steps.py          the per-replica step (gradient accumulation included) and its tf.functions
     runners.py        chunks of steps in this process, or on parameter-server workers
     loop.py           the epoch loop: chunks, checkpoints, evaluation, metric lines, epoch hooks

@@ -1,9 +1,10 @@
 """smtrain_tf.fit: a user's Keras model trained by the bundled loop, under the job's strategy.
 
 The same pieces as the bundled entrypoint's session (steps, runners, the epoch loop, checkpoints
-and resume, metric lines), fed with the user's model, loss, optimizer and data instead of the
-entrypoint's own. The n-th call in a process keeps its checkpoints apart (<checkpoint_dir>/fit-<n>
-from the second on), so a script that fits twice resumes each phase from its own checkpoints.
+and resume, metric lines with the model's compiled metrics, TensorBoard scalars), fed with the
+user's model, loss, optimizer and data instead of the entrypoint's own. The n-th call in a process
+keeps its checkpoints and scalars apart (<dir>/fit-<n> from the second on), so a script that fits
+twice resumes each phase from its own checkpoints.
 """
 
 from __future__ import annotations
@@ -19,36 +20,31 @@ from ..contract.container import Contract
 from ..distribute.choice import DEFAULT, PS
 from ..distribute.distribution import Distribution, describe
 from . import callbacks as callback_support
+from . import measures as measures_mod
 from . import metrics, optimization, user_data
 from .checkpoints import Checkpointer, Progress, resume
 from .keras_compat import build_optimizer, keras
 from .loop import LoopConfig, train
+from .measures import Measures
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
+from .summaries import Summaries
 
 _calls = 0  # fit calls in this process, for their checkpoint directories
 
 
-def _checkpoint_dir(contract: Contract, call: int) -> str:
-    return contract.checkpoint_dir if call == 1 else os.path.join(contract.checkpoint_dir, f"fit-{call}")
+def _numbered(directory: str, call: int) -> str:
+    """The n-th call's own directory (checkpoints, TensorBoard): the directory itself for the first."""
+    return directory if call == 1 else os.path.join(directory, f"fit-{call}")
 
 
-def _resolve_loss(model: Any, loss: Any) -> Any:
-    loss = loss if loss is not None else getattr(model, "loss", None)
-    if isinstance(loss, dict) or (isinstance(loss, (list, tuple)) and len(loss) != 1):
-        raise ValueError("smtrain_tf.fit trains models with one output and one loss; got several losses")
-    return loss[0] if isinstance(loss, (list, tuple)) else loss
-
-
-def _from_logits(loss: Any) -> bool:
-    """Whether the loss reads logits (for the accuracy of one-output models); Keras's default is no."""
-    get_config = getattr(loss, "get_config", None)
-    if callable(get_config):
-        try:
-            return bool(get_config().get("from_logits", False))
-        except Exception:  # noqa: BLE001 - a custom loss without a config reads probabilities by default
-            return False
-    return False
+def _measures(model: Any, loss: Any) -> Measures:
+    """The loss (given, else compiled) and the compiled metrics; Keras's default reads probabilities."""
+    compiled = measures_mod.compiled(model)
+    try:
+        return Measures(model, loss, compiled.get("metrics"), compiled.get("loss_weights"), from_logits=False)
+    except ValueError as exc:
+        raise ValueError(f"smtrain_tf.fit: {exc}") from None
 
 
 def _check_variables_in_scope(dist: Distribution, model: Any) -> None:
@@ -68,7 +64,7 @@ def _check_variables_in_scope(dist: Distribution, model: Any) -> None:
 def _prepare_model(dist: Distribution, model: Any, loss: Any, optimizer: Any, data: tf.data.Dataset,
                    batched: bool) -> Tuple[Any, Any]:
     """Build the model if needed and check its variables; return the loss and the optimizer, built in the scope."""
-    loss = _resolve_loss(model, loss)
+    loss = loss if loss is not None else getattr(model, "loss", None)
     optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
     missing = [name for name, value in (("loss", loss), ("optimizer", optimizer)) if value is None]
     if missing:
@@ -126,19 +122,21 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     held_out = (user_data.as_dataset(validation_data, "validation", batch_size_per_replica)
                 if validation_data is not None else None)
     batched = batch_size_per_replica is None
+    if isinstance(train_data, tf.data.Dataset):
+        user_data.warn_if_not_split_by_file(data, dist, "training", say)
     loss, optimizer = _prepare_model(dist, model, loss, optimizer, data.dataset, batched)
 
     stream = user_data.training(data, dist, batch_size_per_replica=batch_size_per_replica, accumulation=accumulation,
                                 steps_per_epoch=steps_per_epoch, shuffle_buffer=shuffle_buffer,
                                 seed=hp("seed") if seed is None else seed)
     validation = user_data.validation(held_out, dist, batch_size_per_replica)
-    steps = StepFunctions(dist, model, optimizer, loss, _from_logits(loss), stream.micro_batch, hp("xla"),
+    steps = StepFunctions(dist, model, optimizer, _measures(model, loss), stream.micro_batch, hp("xla"),
                           accumulation)
     _calls += 1
     checkpointer = None
     start = Progress(0, 0, 0)
     if checkpoint:
-        checkpointer = Checkpointer(_checkpoint_dir(contract, _calls), hp("keep_checkpoints"), kind=dist.kind,
+        checkpointer = Checkpointer(_numbered(contract.checkpoint_dir, _calls), hp("keep_checkpoints"), kind=dist.kind,
                                     is_chief=dist.is_chief, worker_index=dist.worker_index, model=model,
                                     optimizer=optimizer)
         start = resume(checkpointer, dist, model, optimizer, stream.steps_per_epoch, say)
@@ -160,9 +158,16 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
                         log_every_steps=log_every_steps or hp("log_every_steps"), global_batch=stream.global_batch,
                         fail_on_nan=hp("fail_on_nan"))
     emit = say if dist.is_chief else (lambda line: None)
+    summaries = (Summaries(_numbered(contract.tensorboard_dir, _calls))
+                 if dist.is_chief and contract.tensorboard_dir else None)
     hooks.train_begin()
-    result = train(config, dist=dist, runner=runner, steps=steps, checkpointer=checkpointer, validation=validation,
-                   start=start, started_at=started_at, heartbeat=lambda: None, emit=emit, hooks=hooks)
+    try:
+        result = train(config, dist=dist, runner=runner, steps=steps, checkpointer=checkpointer,
+                       validation=validation, start=start, started_at=started_at, heartbeat=lambda: None, emit=emit,
+                       hooks=hooks, summaries=summaries)
+    finally:
+        if summaries is not None:
+            summaries.close()
     hooks.train_end()
     metrics.say_weights(model, say)
     end = result.progress

@@ -14,9 +14,11 @@ from ..contract.errors import NonFiniteLoss
 from ..distribute.distribution import Distribution
 from . import metrics
 from .checkpoints import Checkpointer, Progress
+from .measures import COUNT
 from .optimization import current_learning_rate
 from .runners import evaluate
 from .steps import StepFunctions
+from .summaries import Summaries
 
 
 @dataclass(frozen=True)
@@ -65,16 +67,16 @@ class LoopResult:
     last_metrics: Dict[str, str] = field(default_factory=dict)
 
 
-def _logs(train: np.ndarray, validation: Optional[np.ndarray]) -> Dict[str, float]:
-    loss, accuracy = metrics.averages(train)
-    logs = {"loss": loss, "accuracy": accuracy}
+def _logs(train: Dict[str, float], validation: Optional[Dict[str, float]]) -> Dict[str, float]:
+    """Keras's epoch logs: the train values, then the validation ones with `val_`."""
+    logs = dict(train)
     if validation is not None:
-        logs["val_loss"], logs["val_accuracy"] = metrics.averages(validation)
+        logs.update({f"val_{name}": value for name, value in validation.items()})
     return logs
 
 
 def _rate(cfg: LoopConfig, steps_done: int, totals: np.ndarray, seconds: float) -> float:
-    examples = steps_done * cfg.global_batch if cfg.global_batch else float(totals[2])
+    examples = steps_done * cfg.global_batch if cfg.global_batch else float(totals[COUNT])
     return examples / max(seconds, 1e-9)
 
 
@@ -87,15 +89,17 @@ def _save(checkpointer: Optional[Checkpointer], progress: Progress, emit: Callab
 def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFunctions,
           checkpointer: Optional[Checkpointer], validation: Optional[tf.data.Dataset], start: Progress,
           started_at: float, heartbeat: Callable[[], None], emit: Callable[[str], None],
-          hooks: Optional[EpochHooks] = None) -> LoopResult:
+          hooks: Optional[EpochHooks] = None, summaries: Optional[Summaries] = None) -> LoopResult:
     """Train from `start` to the end of the last epoch (or until a hook stops it); return where it ended
-    and its last metrics. Without a checkpointer nothing is saved."""
+    and its last metrics. Without a checkpointer nothing is saved; with `summaries` (the chief's) each
+    epoch's values are also written for TensorBoard."""
     hooks = hooks or EpochHooks()
+    measures = steps.measures
     progress = start
     last: Dict[str, str] = {}
     while progress.epoch < cfg.epochs:
         hooks.epoch_begin(progress.epoch)
-        epoch_totals = np.zeros(3)
+        epoch_totals = np.zeros(measures.size)
         train_seconds = 0.0
         steps_this_epoch = 0
         while progress.epoch_step < cfg.steps_per_epoch:
@@ -116,8 +120,8 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
                 heartbeat()
             if cfg.log_every_steps and progress.global_step % cfg.log_every_steps == 0 and not at_epoch_end:
                 rate = _rate(cfg, steps_this_epoch, epoch_totals, train_seconds)
-                emit(metrics.progress_line(progress.epoch + 1, progress.global_step, epoch_totals, rate,
-                                           time.time() - started_at))
+                emit(metrics.progress_line(progress.epoch + 1, progress.global_step, measures.values(epoch_totals),
+                                           rate, time.time() - started_at))
         began = time.perf_counter()
         epoch_totals += runner.drain()
         train_seconds += time.perf_counter() - began
@@ -126,12 +130,17 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
         val_totals = evaluate(dist, steps, validation) if validation is not None else None
         heartbeat()
         rate = _rate(cfg, steps_this_epoch, epoch_totals, train_seconds)
-        line = metrics.epoch_line(progress.epoch, progress.global_step, epoch_totals, val_totals,
-                                  current_learning_rate(steps.optimizer), rate, time.time() - started_at)
+        train_values = measures.values(epoch_totals)
+        val_values = measures.values(val_totals) if val_totals is not None else None
+        learning_rate = current_learning_rate(steps.optimizer)
+        line = metrics.epoch_line(progress.epoch, progress.global_step, train_values, val_values, learning_rate,
+                                  rate, time.time() - started_at)
         last = metrics.fields(line)
         emit(line)
+        if summaries is not None:
+            summaries.epoch(progress.epoch - 1, train_values, val_values, learning_rate, rate)
         _save(checkpointer, progress, emit)
         heartbeat()
-        if hooks.epoch_end(progress.epoch - 1, _logs(epoch_totals, val_totals)):
+        if hooks.epoch_end(progress.epoch - 1, _logs(train_values, val_values)):
             break
     return LoopResult(progress, last)

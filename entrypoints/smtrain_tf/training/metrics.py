@@ -1,16 +1,18 @@
-"""Metric lines on stdout, in the one format metric_definitions.json reads (one line):
+"""Metric lines on stdout, in the one format the job's MetricDefinitions read (one line):
 
     epoch=3 step=1200 loss=0.1234 accuracy=0.9700 val_loss=0.0800 val_accuracy=0.9812 lr=0.002
     examples_per_sec=51234 elapsed=12.3
 
-Each name is preceded by a space or starts the line, so ` loss=` never matches inside `val_loss=`.
+The loss, then the model's metrics (accuracy by default, `mae=` or any other it declares), each
+again with `val_` for the validation set. Each name is preceded by a space or starts the line, so
+` loss=` never matches inside `val_loss=`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -25,32 +27,26 @@ def _number(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
-def averages(totals: np.ndarray) -> tuple:
-    """(mean loss, accuracy) from summed [loss, correct, count]."""
-    count = float(totals[2])
-    if count <= 0:
-        return float("nan"), float("nan")
-    return float(totals[0]) / count, float(totals[1]) / count
+def _named(values: Mapping[str, float], prefix: str = "") -> List[str]:
+    return [f"{prefix}{name}={_number(value)}" for name, value in values.items()]
 
 
-def epoch_line(epoch: int, step: int, train: np.ndarray, validation: Optional[np.ndarray],
+def epoch_line(epoch: int, step: int, train: Mapping[str, float], validation: Optional[Mapping[str, float]],
                learning_rate: Optional[float], examples_per_sec: float, elapsed: float) -> str:
-    loss, accuracy = averages(train)
-    parts = [f"epoch={epoch}", f"step={step}", f"loss={_number(loss)}", f"accuracy={_number(accuracy)}"]
+    """`train` and `validation`: {'loss': ..., metric: ...} (measures.Measures.values)."""
+    parts = [f"epoch={epoch}", f"step={step}", *_named(train)]
     if validation is not None:
-        val_loss, val_accuracy = averages(validation)
-        parts += [f"val_loss={_number(val_loss)}", f"val_accuracy={_number(val_accuracy)}"]
+        parts += _named(validation, "val_")
     if learning_rate is not None:
         parts.append(f"lr={learning_rate:.6g}")
     parts += [f"examples_per_sec={examples_per_sec:.0f}", f"elapsed={elapsed:.1f}"]
     return " ".join(parts)
 
 
-def progress_line(epoch: int, step: int, train: np.ndarray, examples_per_sec: float, elapsed: float) -> str:
+def progress_line(epoch: int, step: int, train: Mapping[str, float], examples_per_sec: float, elapsed: float) -> str:
     """Within an epoch: the running train metrics (epoch is the 1-based epoch in progress)."""
-    loss, accuracy = averages(train)
-    return (f"progress epoch={epoch} step={step} loss={_number(loss)} accuracy={_number(accuracy)} "
-            f"examples_per_sec={examples_per_sec:.0f} elapsed={elapsed:.1f}")
+    return " ".join([f"progress epoch={epoch}", f"step={step}", *_named(train),
+                     f"examples_per_sec={examples_per_sec:.0f}", f"elapsed={elapsed:.1f}"])
 
 
 def fields(line: str) -> Dict[str, str]:

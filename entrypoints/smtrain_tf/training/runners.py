@@ -35,7 +35,7 @@ class InProcessRunner:
         return self.dist.sum_over_processes(totals)
 
     def drain(self) -> np.ndarray:
-        return np.zeros(3)
+        return np.zeros(self.steps.measures.size)
 
 
 class CoordinatorRunner:
@@ -44,6 +44,7 @@ class CoordinatorRunner:
     def __init__(self, dist: Distribution, steps: StepFunctions,
                  dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]) -> None:
         self.dist = dist
+        self.size = steps.measures.size
         strategy = dist.strategy
 
         def per_worker_dataset() -> Any:
@@ -57,7 +58,7 @@ class CoordinatorRunner:
 
     def run(self, n: int) -> np.ndarray:
         self.pending.append(self.dist.coordinator.schedule(self.chunk, args=(self.iterator, tf.constant(n, tf.int32))))
-        done = np.zeros(3)
+        done = np.zeros(self.size)
         while len(self.pending) > self.window:
             done += _fetch(self.pending.popleft())
         return done
@@ -65,7 +66,7 @@ class CoordinatorRunner:
     def drain(self) -> np.ndarray:
         """Wait for all scheduled steps (before checkpoints, evaluation and epoch ends)."""
         self.dist.coordinator.join()
-        done = np.zeros(3)
+        done = np.zeros(self.size)
         while self.pending:
             done += _fetch(self.pending.popleft())
         return done
@@ -76,8 +77,8 @@ def _fetch(remote: Any) -> np.ndarray:
 
 
 def evaluate(dist: Distribution, steps: StepFunctions, dataset: tf.data.Dataset) -> np.ndarray:
-    """Summed [loss, correct, count] over the whole validation set, identical on every process."""
-    totals = np.zeros(3)
+    """Summed stats (measures.py) over the whole validation set, identical on every process."""
+    totals = np.zeros(steps.measures.size)
     if dist.coordinator is not None:
         run = steps.local_eval_batch()
         for batch in dataset:

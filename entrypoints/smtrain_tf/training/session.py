@@ -1,4 +1,5 @@
-"""One training run put together: strategy, data, model, optimizer, checkpoints, loop and artifacts."""
+"""One training run put together: strategy, data (channels or a data hook), model, optimizer, measures,
+checkpoints, loop, TensorBoard scalars and artifacts."""
 
 from __future__ import annotations
 
@@ -11,19 +12,23 @@ import tensorflow as tf
 from .. import scaling
 from ..contract.container import TRAIN_CHANNEL, VALIDATION_CHANNEL, Contract
 from ..contract.errors import ConfigurationError, DataError
-from ..data import pipeline
+from ..contract.hyperparameters import is_hook
+from ..data import hook_data, pipeline
 from ..data.formats import ChannelData, load_channel, synthetic
 from ..distribute import distribution
 from ..distribute.choice import PS, Choice
 from ..distribute.collective_libs import CollectiveLibrary
 from ..export import artifacts
 from ..models import builders
-from . import metrics, optimization
+from ..models.names import BUILT_INS
+from . import metrics, optimization, user_data
 from .checkpoints import Checkpointer, resume
 from .keras_compat import build_optimizer, keras, keras_version
 from .loop import LoopConfig, train
+from .measures import Measures
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
+from .summaries import Summaries
 
 
 def _parse_shape(text: str) -> Tuple[int, ...]:
@@ -47,14 +52,26 @@ class TrainingSession:
         optimization.set_policy(self.mixed)
         keras.utils.set_random_seed(hp("seed"))
         self.dist = distribution.build(choice, hp("collective_timeout"), library)
-        self.train_data, self.validation_data = self._load_data()
+        self.hook: Optional[hook_data.HookDatasets] = None
+        self.train_data: Optional[ChannelData] = None
+        self.validation_data: Optional[ChannelData] = None
+        if is_hook(hp("data")):
+            self.hook = hook_data.load(hp("data"), contract.channels, self._hook_hyperparameters(),
+                                       need_labels=hp("model") in BUILT_INS and not hp("num_classes"),
+                                       may_skip_count=hp("max_steps_per_epoch") > 0, say=say)
+            self.input_shape = self.hook.features_shape
+            self.num_examples = self.hook.num_examples
+        else:
+            self.train_data, self.validation_data = self._load_data()
+            self.input_shape = self.train_data.element_shape
+            self.num_examples = self.train_data.num_examples
         self.num_classes = self._num_classes()
         self.per_replica_batch = hp("batch_size_per_replica")
         self.accumulation = hp("gradient_accumulation_steps")
         self.global_batch = scaling.global_batch_size(self.per_replica_batch, self.dist.num_replicas)
         # One optimizer step sees every replica's micro-batches: the batch that sets the epoch and the rate.
         self.effective_batch = self.global_batch * self.accumulation
-        self.steps_per_epoch = pipeline.steps_per_epoch(self.train_data.num_examples, self.effective_batch,
+        self.steps_per_epoch = pipeline.steps_per_epoch(self.num_examples, self.effective_batch,
                                                         hp("max_steps_per_epoch"))
         self.learning_rate = scaling.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
                                                           self.dist.num_replicas * self.accumulation)
@@ -78,8 +95,22 @@ class TrainingSession:
                                 f"examples {list(train.element_shape)} ({validation.files[0] if validation.files else ''})")
         return train, validation
 
+    def _hook_hyperparameters(self) -> dict:
+        return {**self.contract.hyperparameters.extras, **self.contract.hyperparameters.values}
+
     def _num_classes(self) -> int:
+        """Classes for built-in models and model hooks; from a data hook, 0 when its labels are not counted."""
         wanted = self.contract.hp("num_classes")
+        if self.hook is not None:
+            if self.hook.max_label >= 0 and wanted and self.hook.max_label >= wanted:
+                raise DataError(f"class id {self.hook.max_label} found but num_classes={wanted}")
+            if wanted or self.hook.max_label < 0:
+                return wanted
+            if self.hook.max_label < 1:
+                raise DataError(f"the labels of data hook {self.hook.name} hold a single class; classification "
+                                "needs at least two")
+            return self.hook.max_label + 1
+        assert self.train_data is not None
         top = max(self.train_data.max_label, self.validation_data.max_label if self.validation_data else -1)
         if wanted and top >= wanted:
             raise DataError(f"class id {top} found but num_classes={wanted}")
@@ -96,6 +127,8 @@ class TrainingSession:
 
     def _training_input(self, steps: StepFunctions) -> Any:
         hp = self.contract.hp
+        if self.hook is not None:
+            return self._hook_training_input(steps)
         common = dict(shuffle_buffer=hp("shuffle_buffer"), cache=hp("cache"), cache_max_mb=hp("cache_max_mb"))
         if self.dist.kind == PS:
             data, global_batch = self.train_data, self.effective_batch
@@ -111,7 +144,25 @@ class TrainingSession:
                                     num_workers=self.dist.num_workers, **common)
         return InProcessRunner(self.dist, steps, dataset)
 
+    def _hook_training_input(self, steps: StepFunctions) -> Any:
+        assert self.hook is not None
+        hp = self.contract.hp
+        source = user_data.as_dataset(self.hook.train, "train", self.per_replica_batch)
+        user_data.warn_if_not_split_by_file(source, self.dist, "training", self.say)
+        stream = user_data.training(source, self.dist, batch_size_per_replica=self.per_replica_batch,
+                                    accumulation=self.accumulation, steps_per_epoch=self.steps_per_epoch,
+                                    shuffle_buffer=hp("shuffle_buffer"), seed=hp("seed"))
+        if self.dist.kind == PS:
+            assert stream.dataset_fn is not None
+            return CoordinatorRunner(self.dist, steps, stream.dataset_fn)
+        return InProcessRunner(self.dist, steps, stream.dataset)
+
     def _validation_input(self) -> Optional[tf.data.Dataset]:
+        if self.hook is not None:
+            if self.hook.validation is None:
+                return None
+            source = user_data.as_dataset(self.hook.validation, "validation", self.per_replica_batch)
+            return user_data.validation(source, self.dist, self.per_replica_batch)
         if self.validation_data is None:
             return None
         hp = self.contract.hp
@@ -128,8 +179,9 @@ class TrainingSession:
         hp = self.contract.hp
         warmup_steps = scaling.warmup_steps(hp("warmup_epochs"), self.steps_per_epoch)
         with self.dist.scope():
-            bundle = builders.build(hp("model"), self.train_data.element_shape, self.num_classes, hp("hidden_units"),
-                                    {**self.contract.hyperparameters.extras, **self.contract.hyperparameters.values})
+            bundle = builders.build(hp("model"), self.input_shape, self.num_classes, hp("hidden_units"),
+                                    self._hook_hyperparameters(),
+                                    element_spec=self.hook.train.element_spec if self.hook is not None else None)
             optimizer = bundle.optimizer
             if optimizer is None:
                 schedule = optimization.WarmupSchedule(self.learning_rate, warmup_steps)
@@ -140,44 +192,63 @@ class TrainingSession:
 
     # --- run -----------------------------------------------------------------------------------
 
-    def _config_line(self) -> str:
+    def _config_line(self, measures: Measures, bundle: builders.ModelBundle, optimizer: Any) -> str:
         hp = self.contract.hp
+        # A hook's own optimizer keeps its rate: neither the spec's rate nor its scaling applies.
+        rate = (f"learning_rate={self.learning_rate:.6g} lr_scaling={hp('lr_scaling')}" if bundle.optimizer is None
+                else f"learning_rate={optimization.current_learning_rate(optimizer)} lr_scaling=none "
+                     "optimizer=the_model's")
+        shape = "x".join(str(d) for d in self.input_shape) if self.input_shape is not None else "structured"
         return (f"config {distribution.describe(self.dist)} batch_size_per_replica={self.per_replica_batch} "
                 f"global_batch_size={self.global_batch} gradient_accumulation_steps={self.accumulation} "
-                f"effective_batch_size={self.effective_batch} learning_rate={self.learning_rate:.6g} "
-                f"lr_scaling={hp('lr_scaling')} warmup_epochs={hp('warmup_epochs'):g} "
+                f"effective_batch_size={self.effective_batch} {rate} warmup_epochs={hp('warmup_epochs'):g} "
                 f"steps_per_epoch={self.steps_per_epoch} steps_per_execution={hp('steps_per_execution')} "
                 f"mixed_precision={'on' if self.mixed else 'off'} xla={'on' if hp('xla') else 'off'} "
-                f"model={hp('model')} classes={self.num_classes} examples={self.train_data.num_examples} "
-                f"input_shape={'x'.join(str(d) for d in self.train_data.element_shape)} chief={self.dist.is_chief}")
+                f"model={hp('model')} data={hp('data')} classes={self.num_classes} "
+                f"examples={self.num_examples if self.num_examples is not None else 'uncounted'} input_shape={shape} "
+                f"metrics={','.join(measures.names) or 'none'} chief={self.dist.is_chief}")
 
     def run(self, heartbeat: Callable[[], None]) -> None:
         hp = self.contract.hp
         bundle, optimizer = self._build_model()
-        steps = StepFunctions(self.dist, bundle.model, optimizer, bundle.loss, bundle.from_logits,
-                              self.per_replica_batch, hp("xla"), self.accumulation)
+        try:
+            measures = Measures(bundle.model, bundle.loss, bundle.metrics, bundle.loss_weights, bundle.from_logits)
+        except ValueError as exc:
+            raise ConfigurationError(f"model {hp('model')}: {exc}") from None
+        steps = StepFunctions(self.dist, bundle.model, optimizer, measures, self.per_replica_batch, hp("xla"),
+                              self.accumulation)
         checkpointer = Checkpointer(self.contract.checkpoint_dir, hp("keep_checkpoints"), kind=self.dist.kind,
                                     is_chief=self.dist.is_chief, worker_index=self.dist.worker_index,
                                     model=bundle.model, optimizer=optimizer)
         start = resume(checkpointer, self.dist, bundle.model, optimizer, self.steps_per_epoch, self.say)
         runner = self._training_input(steps)
         validation = self._validation_input()
-        self.say(self._config_line())
+        self.say(self._config_line(measures, bundle, optimizer))
         config = LoopConfig(epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch,
                             steps_per_execution=hp("steps_per_execution"),
                             checkpoint_every_steps=hp("checkpoint_every_steps"),
                             log_every_steps=hp("log_every_steps"), global_batch=self.effective_batch,
                             fail_on_nan=hp("fail_on_nan"))
         emit = self.say if self.dist.is_chief else (lambda line: None)
-        result = train(config, dist=self.dist, runner=runner, steps=steps, checkpointer=checkpointer,
-                       validation=validation, start=start, started_at=self.started_at, heartbeat=heartbeat,
-                       emit=emit)
+        summaries = (Summaries(self.contract.tensorboard_dir)
+                     if self.dist.is_chief and self.contract.tensorboard_dir else None)
+        try:
+            result = train(config, dist=self.dist, runner=runner, steps=steps, checkpointer=checkpointer,
+                           validation=validation, start=start, started_at=self.started_at, heartbeat=heartbeat,
+                           emit=emit, summaries=summaries)
+        finally:
+            if summaries is not None:
+                summaries.close()
         end = result.progress
         weights, digest = metrics.say_weights(bundle.model, self.say)
         if self.dist.is_chief:
             began = time.time()
-            written = artifacts.save_artifacts(bundle.model, weights, self.contract.model_dir,
-                                               self.train_data.element_shape, bundle.from_logits)
+            if bundle.built_in:
+                assert self.input_shape is not None
+                written = artifacts.save_artifacts(bundle.model, weights, self.contract.model_dir, self.input_shape,
+                                                   bundle.from_logits)
+            else:  # a hook's model keeps its own inputs and outputs in the serving signature
+                written = artifacts.save_model(bundle.model, weights, self.contract.model_dir)
             self.say(f"saved {' and '.join(written)} in {time.time() - began:.1f}s")
             artifacts.write_summary(self.contract.output_data_dir, {
                 "strategy": self.dist.kind, "replicas": self.dist.num_replicas, "workers": self.dist.num_workers,

@@ -1,7 +1,7 @@
 """The per-replica training and evaluation steps, and the tf.functions that run several at once.
 
-Every step returns three sums: loss over examples, correct predictions, examples. Sums (not
-means) make metrics exact across replicas, workers and partial batches.
+Every step returns the sums of measures.py: loss over examples, examples, each metric's parts.
+Sums (not means) make metrics exact across replicas, workers and partial batches.
 """
 
 from __future__ import annotations
@@ -11,52 +11,10 @@ from typing import Any, Callable, List, Optional, Tuple
 import tensorflow as tf
 
 from ..distribute.distribution import Distribution
-from .keras_compat import keras, scale_loss, unscale_gradients
+from .keras_compat import scale_loss, unscale_gradients
+from .measures import Measures
 
-Stats = tf.Tensor  # float32 [loss_sum, correct, count]
-
-
-def per_example_loss_fn(loss: Any, from_logits: bool) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
-    """A function giving one loss per example.
-
-    None: sparse categorical cross-entropy. A name is resolved as Keras does. A Keras Loss object
-    gives its unreduced values (its `call`); any other callable that reduces is taken as the batch
-    mean. Values with more than one axis are averaged over all but the first, as Keras does.
-    """
-    if loss is None:
-        return lambda y, out: keras.losses.sparse_categorical_crossentropy(y, out, from_logits=from_logits)
-    if isinstance(loss, str):
-        loss = keras.losses.get(loss)
-    function = loss.call if isinstance(loss, keras.losses.Loss) else loss
-
-    def call(y: tf.Tensor, out: tf.Tensor) -> tf.Tensor:
-        values = tf.convert_to_tensor(function(y, out))
-        if values.shape.rank == 0:
-            return tf.fill(tf.shape(out)[:1], values)
-        if values.shape.rank is not None and values.shape.rank > 1:
-            return tf.reduce_mean(values, axis=list(range(1, values.shape.rank)))
-        return values
-
-    return call
-
-
-def _stats(y: tf.Tensor, outputs: tf.Tensor, per_example: tf.Tensor, from_logits: bool = True) -> Stats:
-    """[loss sum, correct, count] for integer labels, one-hot labels, or one binary output."""
-    outputs = tf.cast(outputs, tf.float32)
-    count = tf.shape(outputs)[0]
-    if outputs.shape.rank is not None and outputs.shape.rank >= 2 and outputs.shape[-1] == 1:
-        # One output per example: a binary classifier (a logit, or a probability after a sigmoid).
-        predicted = tf.cast(tf.reshape(outputs, [-1]) > (0.0 if from_logits else 0.5), tf.int64)
-        labels = tf.cast(tf.reshape(y, [-1]) > 0.5, tf.int64)
-    else:
-        if y.shape.rank is not None and y.shape.rank == outputs.shape.rank and y.shape.rank >= 2 \
-                and y.shape[-1] == outputs.shape[-1] and outputs.shape[-1] != 1:
-            labels = tf.argmax(tf.reshape(y, [count, -1]), axis=-1)  # one-hot (or soft) labels
-        else:
-            labels = tf.cast(tf.reshape(y, [-1]), tf.int64)
-        predicted = tf.argmax(tf.reshape(outputs, [tf.shape(labels)[0], -1]), axis=-1)
-    correct = tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
-    return tf.stack([tf.reduce_sum(tf.cast(per_example, tf.float32)), correct, tf.cast(count, tf.float32)])
+Stats = tf.Tensor  # float32 [loss sum, count, metric parts...] (measures.py)
 
 
 def _leading(structure: Any) -> tf.Tensor:
@@ -77,13 +35,12 @@ class StepFunctions:
     them one after another, so memory is that of one micro-batch.
     """
 
-    def __init__(self, dist: Distribution, model: Any, optimizer: Any, loss: Any, from_logits: bool,
+    def __init__(self, dist: Distribution, model: Any, optimizer: Any, measures: Measures,
                  micro_batch: Optional[int], xla: bool, accumulation_steps: int = 1) -> None:
         self.dist = dist
         self.model = model
         self.optimizer = optimizer
-        self.from_logits = from_logits
-        self.loss_fn = per_example_loss_fn(loss, from_logits)
+        self.measures = measures
         self.accumulation_steps = max(1, int(accumulation_steps))
         # Each micro-batch's summed loss is divided by the examples of the whole optimizer step
         # (all replicas, all micro-batches): the gradients then add up to the step's mean.
@@ -109,7 +66,7 @@ class StepFunctions:
 
     def _forward_impl(self, x: Any, y: tf.Tensor, divisor: Any) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         outputs = self.model(x, training=True)
-        per_example = tf.cast(self.loss_fn(y, outputs), tf.float32)
+        per_example = tf.cast(self.measures.per_example_loss(y, outputs), tf.float32)
         loss = tf.math.divide_no_nan(tf.reduce_sum(per_example), tf.cast(divisor, tf.float32))
         if self.model.losses:
             regularization = tf.nn.scale_regularization_loss(
@@ -128,7 +85,7 @@ class StepFunctions:
         gradients = self.dist.wrap_tape(tape).gradient(scaled, variables)
         gradients = unscale_gradients(self.optimizer, gradients)
         self.optimizer.apply_gradients(zip(gradients, variables))  # noqa: B905 - strict= needs Python 3.10
-        return _stats(y, outputs, per_example, self.from_logits)
+        return self.measures.stats(y, outputs, per_example)
 
     def _accumulated_train_step(self, x: Any, y: tf.Tensor) -> Stats:
         """k micro-batches in a loop, their (scaled) gradients summed in tensors, one optimizer update."""
@@ -139,18 +96,18 @@ class StepFunctions:
 
         def body(i: tf.Tensor, totals: Stats, sums: List[tf.Tensor]) -> Tuple[tf.Tensor, Stats, List[tf.Tensor]]:
             start, end = i * size // k, (i + 1) * size // k
-            xs, ys = _slice(x, start, end), y[start:end]
+            xs, ys = _slice(x, start, end), _slice(y, start, end)
             with tf.GradientTape() as tape:
                 outputs, per_example, loss = self._forward(xs, ys, divisor)
                 scaled = scale_loss(self.optimizer, loss)
             gradients = tape.gradient(scaled, variables)
             sums = [total if g is None else total + tf.cast(tf.convert_to_tensor(g), total.dtype)
                     for total, g in zip(sums, gradients)]  # noqa: B905 - strict= needs Python 3.10
-            return i + 1, totals + _stats(ys, outputs, per_example, self.from_logits), sums
+            return i + 1, totals + self.measures.stats(ys, outputs, per_example), sums
 
         zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
         _, totals, sums = tf.while_loop(lambda i, totals, sums: i < k, body,
-                                        (tf.constant(0), tf.zeros([3], tf.float32), zeros))
+                                        (tf.constant(0), tf.zeros([self.measures.size], tf.float32), zeros))
         if self.dist.library is not None:
             sums = self._library_average(sums, variables)
         gradients = unscale_gradients(self.optimizer, sums)
@@ -171,7 +128,7 @@ class StepFunctions:
 
     def replica_eval_step(self, x: Any, y: tf.Tensor) -> Stats:
         outputs = self.model(x, training=False)
-        return _stats(y, outputs, self.loss_fn(y, outputs), self.from_logits)
+        return self.measures.stats(y, outputs, self.measures.per_example_loss(y, outputs))
 
     def train_chunk(self) -> Callable[[Any, tf.Tensor], Stats]:
         """A tf.function running `n` steps from a (distributed) iterator; returns summed stats."""
@@ -181,7 +138,7 @@ class StepFunctions:
 
         @tf.function
         def run(iterator: Any, n: tf.Tensor) -> Stats:
-            totals = tf.zeros([3], tf.float32)
+            totals = tf.zeros([self.measures.size], tf.float32)
             for _ in tf.range(n):
                 x, y = next(iterator)
                 per_replica = strategy.run(self.replica_train_step, args=(x, y))

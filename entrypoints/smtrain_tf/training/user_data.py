@@ -17,6 +17,7 @@ from typing import Any, Callable, List, Optional
 
 import tensorflow as tf
 
+from ..data import hook_data
 from ..distribute.choice import PS
 from ..distribute.distribution import Distribution
 
@@ -25,10 +26,15 @@ AUTOTUNE = tf.data.AUTOTUNE
 
 @dataclass
 class Source:
-    """The user's data, and how to build it again on another task (a parameter-server worker)."""
+    """The user's data, and how to build it again on another task (a parameter-server worker).
+
+    files: the files the dataset reads, which tf.data's FILE auto-sharding splits between
+    MultiWorkerMirrored workers when there are enough; otherwise each worker keeps every n-th element (DATA).
+    """
 
     dataset: tf.data.Dataset
     remake: Callable[[], tf.data.Dataset]
+    files: int = 0
 
 
 def _from_graph(dataset: tf.data.Dataset) -> Callable[[], tf.data.Dataset]:
@@ -52,7 +58,7 @@ def _from_graph(dataset: tf.data.Dataset) -> Callable[[], tf.data.Dataset]:
 def as_dataset(data: Any, what: str, batch_size_per_replica: Optional[int]) -> Source:
     """A tf.data.Dataset of (features, labels) from a dataset or an (x, y) pair of arrays."""
     if isinstance(data, tf.data.Dataset):
-        return Source(data, _from_graph(data))
+        return Source(data, _from_graph(data), hook_data.files_read(data))
     if isinstance(data, (tuple, list)) and len(data) == 2:
         if batch_size_per_replica is None:
             raise ValueError(f"smtrain_tf.fit: {what} is a pair of arrays: pass batch_size_per_replica")
@@ -67,13 +73,33 @@ def _known_length(dataset: tf.data.Dataset) -> Optional[int]:
     return length if length >= 0 else None  # INFINITE (-1) and UNKNOWN (-2)
 
 
-def _options(dist: Distribution) -> tf.data.Options:
-    """tf.distribute shards across workers by element (the data is in memory); Horovod ranks shard themselves."""
+def _split_by_tf_distribute(dist: Distribution) -> bool:
+    return dist.library is None and dist.num_workers > 1 and dist.kind != PS
+
+
+def _options(dist: Distribution, source: Source) -> tf.data.Options:
+    """tf.distribute shards across workers by file when each worker can have files of its own, else by
+    element (FILE with fewer files than workers fails at the first step); Horovod ranks shard themselves."""
     options = tf.data.Options()
     policy = tf.data.experimental.AutoShardPolicy
-    sharded = dist.library is None and dist.num_workers > 1 and dist.kind != PS
-    options.experimental_distribute.auto_shard_policy = policy.DATA if sharded else policy.OFF
+    if not _split_by_tf_distribute(dist):
+        options.experimental_distribute.auto_shard_policy = policy.OFF
+    else:
+        options.experimental_distribute.auto_shard_policy = (policy.FILE if source.files >= dist.num_workers
+                                                             else policy.DATA)
     return options
+
+
+def warn_if_not_split_by_file(source: Source, dist: Distribution, what: str, say: Callable[[str], None]) -> None:
+    """Under MultiWorkerMirrored a dataset not split by file is produced whole by every worker."""
+    if not _split_by_tf_distribute(dist) or source.files >= dist.num_workers:
+        return
+    found = (f"reads {source.files} file(s), fewer than the {dist.num_workers} workers" if source.files
+             else "reads no files that tf.data can split (a file reader over a list of file names)")
+    say(f"warning: the {what} dataset {found}, so each worker produces all of it and keeps one element in "
+        f"{dist.num_workers} (auto-shard by DATA); build it from at least {dist.num_workers} files "
+        "(tf.data.Dataset.list_files or from_tensor_slices(files), then TFRecordDataset/TextLineDataset) so "
+        "that each worker reads only its own")
 
 
 def _rank_shard(dataset: tf.data.Dataset, dist: Distribution) -> tf.data.Dataset:
@@ -141,7 +167,7 @@ def _unbatched(source: Source, dist: Distribution, per_replica: int, accumulatio
         return Training(None, dataset_fn, steps, per_replica, effective)
     # Every worker shuffles with the same seed: tf.distribute's sharding by element needs one order.
     dataset = stream(_rank_shard(data, dist), dist.per_process_batch(effective), seed)
-    return Training(dataset.with_options(_options(dist)), None, steps, per_replica, effective)
+    return Training(dataset.with_options(_options(dist, source)), None, steps, per_replica, effective)
 
 
 def _batched(source: Source, dist: Distribution, accumulation: int, steps_per_epoch: Optional[int],
@@ -180,7 +206,7 @@ def validation(source: Optional[Source], dist: Distribution,
     dataset = _rank_shard(data, dist)
     if batch_size_per_replica is not None:
         dataset = dataset.batch(dist.per_process_batch(batch_size_per_replica * dist.num_replicas))
-    return dataset.prefetch(AUTOTUNE).with_options(_options(dist))
+    return dataset.prefetch(AUTOTUNE).with_options(_options(dist, source))
 
 
 def sample_batch(data: tf.data.Dataset, batched: bool) -> Any:

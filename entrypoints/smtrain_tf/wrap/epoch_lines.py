@@ -2,7 +2,7 @@
 
     epoch=2 step=90 loss=0.2811 accuracy=0.9241 val_loss=0.2533 val_accuracy=0.9306 lr=0.001 ...
 
-The line is training/metrics.py's epoch_line; a value Keras's logs do not hold is left out.
+The line is training/metrics.py's epoch_line over every value of Keras's logs.
 """
 
 from __future__ import annotations
@@ -17,27 +17,26 @@ from ..training import metrics
 from ..training.optimization import current_learning_rate
 from .context import WrapContext
 
-_ALWAYS = ("epoch", "step", "elapsed")
-_FROM_LOGS = ("loss", "accuracy", "val_loss", "val_accuracy")
+# Keras's logs name the rate itself; the line has its own lr=.
+_RATE_KEYS = ("learning_rate", "lr")
 
 
 def line_from_logs(epoch: int, step: int, logs: Mapping[str, Any], learning_rate: Optional[float],
                    examples_per_sec: Optional[float], elapsed: float) -> str:
-    def value(name: str) -> float:
-        return float(logs[name]) if name in logs else math.nan
+    """Every value Keras logged (the loss and each compiled metric, `val_` ones for validation)."""
+    def number(value: Any) -> float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return math.nan
 
-    # epoch_line takes summed [loss, correct, count]; a count of one makes the sums the averages.
-    train = np.array([value("loss"), value("accuracy"), 1.0])
-    validation = None
-    if "val_loss" in logs or "val_accuracy" in logs:
-        validation = np.array([value("val_loss"), value("val_accuracy"), 1.0])
-    line = metrics.epoch_line(epoch, step, train, validation, learning_rate, examples_per_sec or 0.0, elapsed)
-    shown = set(_ALWAYS) | {name for name in _FROM_LOGS if name in logs}
-    if learning_rate is not None:
-        shown.add("lr")
-    if examples_per_sec is not None:
-        shown.add("examples_per_sec")
-    return " ".join(part for part in line.split() if part.split("=", 1)[0] in shown)
+    train = {k: number(v) for k, v in logs.items() if not k.startswith("val_") and k not in _RATE_KEYS}
+    validation = {k[len("val_"):]: number(v) for k, v in logs.items() if k.startswith("val_")}
+    line = metrics.epoch_line(epoch, step, train, validation or None, learning_rate, examples_per_sec or 0.0,
+                              elapsed)
+    if examples_per_sec is None:
+        line = " ".join(part for part in line.split() if not part.startswith("examples_per_sec="))
+    return line
 
 
 def _iterations(model: Any) -> Optional[int]:

@@ -1,0 +1,94 @@
+"""TensorFlow's C++ start-up lines, recognised so that a local run's terminal can leave them out.
+
+Every TensorFlow process prints a few lines from its C++ runtime before the program says anything:
+notices about the build (oneDNN, CPU instructions), about GPU libraries a CPU run does not use, and
+warnings that name no action a user could take. A local run starts several processes, so they fill
+the terminal. `is_noise(line)` says whether a line is one of them; the supervisor still writes every
+line to the host's log file and shows these on the terminal only with --verbose or when the host
+fails (smtrain.local.supervise).
+
+Only the messages below are recognised, by their text, never by level or file alone: an unknown
+C++ warning or error, a Python warning, a traceback or a metric line is always shown. Each
+message must fill the whole line (after its log header), so a line that mpirun merged with
+another rank's output is shown rather than hidden with it.
+
+TensorFlow prints a C++ log line in one of two layouts:
+
+    W0000 00:00:1795420601.179277   28208 dataset.cc:997] <message>                  (absl, TF >= 2.16)
+    2026-11-23 08:00:04.818220: I tensorflow/core/platform/cpu_feature_guard.cc:182] <message>   (TF < 2.16)
+
+Under mpirun --tag-output (the Horovod and smddp launchers) each piece of a line carries a tag such
+as ``[1,0]<stderr>:``; a rank's line can arrive in several tagged pieces, so every tag is removed
+before the line is read.
+"""
+
+from __future__ import annotations
+
+import re
+
+# mpirun --tag-output: [jobid,rank]<stream>: before each piece of a rank's output.
+_MPI_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err|diag)>:")
+# The header of a C++ log line, absl's layout or TensorFlow's older one. Info, warning or error: a
+# fatal line (F) is never noise, whatever it says.
+_HEADER = re.compile(r"(?:[IWE]\d{4} \d{2}:\d{2}:[\d.]+\s+\d+ "
+                     r"|\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d+: [IWE] )[\w./+-]+:\d+\] ")
+
+# Messages after a log header. Why each is noise for a local run:
+LOGGED = tuple(re.compile(pattern) for pattern in (
+    # The build uses oneDNN kernels: results may differ in the last bits from another build. Printed by every
+    # process of the x86 `tensorflow` wheels; nothing to do about it.
+    r"oneDNN custom operations are on\..*",
+    # The `tensorflow` wheel looked for CUDA and found none. Local runs are CPU runs (SM_NUM_GPUS=0), and the
+    # bundled entrypoint says in its own line which GPUs TensorFlow sees.
+    r"Could not find cuda drivers on your machine, GPU will not be used\.?",
+    r"failed call to cuInit: .*",
+    # The binary was built without some instructions this CPU has (AVX2, FMA...): a note to people who
+    # build TensorFlow themselves. Its second line comes without a header (CONTINUATIONS).
+    r"This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations\.",
+    # GPU wheels register their CUDA plugins twice (TensorFlow and XLA both link them): logged as errors at
+    # every start, harmless (tensorflow/tensorflow#62075).
+    r"Unable to register cu(?:DNN|FFT|BLAS) factory: Attempting to register factory for plugin cu(?:DNN|FFT|BLAS)"
+    r" when one has already been registered",
+    r"computation placer already registered\. Please check linkage and avoid linking the same target more than"
+    r" once\.",
+    # TensorRT is an optional extra of GPU wheels; training never uses it.
+    r"TF-TRT Warning: Could not find TensorRT",
+    # A GPU machine's kernel reports no NUMA node; TensorFlow assumes node zero, as it should.
+    r"successful NUMA node read from SysFS had negative value \(-1\).*",
+    # tf.data cannot rewrite a Dataset.from_generator input when a strategy distributes the dataset (seen
+    # in every multi-worker run of the bundled entrypoint): the pipeline runs as written, nothing is wrong.
+    r"Input of GeneratorDatasetOp::Dataset will not be optimized because the dataset does not implement the"
+    r" AsGraphDefInternal\(\) method needed to apply optimizations\.",
+    # tf.data ends an iteration by aborting the executor's rendezvous with OUT_OF_RANGE: the end of the data
+    # (each epoch's end, in some versions), not an error.
+    r"Local rendezvous is aborting with status: OUT_OF_RANGE: End of sequence",
+))
+
+# Whole lines without a header.
+BARE = tuple(re.compile(pattern) for pattern in (
+    # absl says once, at the first C++ log line, where the lines before its set-up go; it carries no news.
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    # The second line of the CPU-instructions notice above.
+    r"To enable the following instructions: .*, in other operations, rebuild TensorFlow with the appropriate"
+    r" compiler flags\.",
+))
+
+
+def _one_line_is_noise(text: str) -> bool:
+    text = text.strip()
+    if any(p.fullmatch(text) for p in BARE):
+        return True
+    header = _HEADER.match(text)
+    if header is None:
+        return False
+    message = text[header.end():].strip()
+    return any(p.fullmatch(message) for p in LOGGED)
+
+
+def is_noise(line: str) -> bool:
+    """Whether `line` (one line of a host's output, mpirun's tags included) is TensorFlow start-up noise."""
+    if _one_line_is_noise(_MPI_TAG.sub("", line)):
+        return True
+    # mpirun may put two ranks' lines on one: noise only if every tagged piece is.
+    pieces = [p for p in _MPI_TAG.split(line) if p.strip()]
+    return len(pieces) > 1 and all(_one_line_is_noise(p) for p in pieces)

@@ -1,0 +1,114 @@
+"""The metrics a job's model reports beyond loss and accuracy, for its MetricDefinitions.
+
+The metric line carries every metric the model is compiled with (`mae=0.41 val_mae=0.44`), and
+SageMaker reads only the names its MetricDefinitions list, fixed when the job is created. So the
+names are found before: the spec's `metrics:`, plus those the code states literally, read with ast
+(never run) from the file that compiles the model (a model hook's module for the bundled entrypoint,
+the entry point for an own script):
+
+- `.compile(..., metrics=[...])` and a hook's returned `{"metrics": [...]}`;
+- a string is the name as written (`"mae"`); a Keras metric class call is its `name=` or Keras's
+  default name for the class (`RootMeanSquaredError()` -> root_mean_squared_error); a function
+  passed by name is that name;
+- `{"output": [...]}` (a model with several outputs) names them `<output>_<metric>`.
+
+Metrics built at run time (a variable, a comprehension) cannot be seen here: `metrics:` names them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from smtrain_tf.models.names import is_hook
+
+from smtrain.plan import program
+from smtrain.spec.model import Spec
+
+# Always in the definitions (smtrain_tf/metric_definitions.json), so never added twice.
+BUILT_IN = ("loss", "accuracy")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def keras_default_name(class_name: str) -> str:
+    """Keras's name for a metric object created without `name=` (its snake_case of the class name)."""
+    words = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", class_name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", words).lower()
+
+
+def _metric_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Call):
+        for keyword in node.keywords:
+            if keyword.arg == "name" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+                return keyword.value.value
+        function = node.func
+        class_name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+        return keras_default_name(class_name) if class_name else None
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _names_in(value: ast.expr) -> list[str]:
+    """The metric names of a `metrics=` value: a list or tuple, or a dict by output."""
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return [n for n in (_metric_name(e) for e in value.elts) if n]
+    if isinstance(value, ast.Dict):
+        found = []
+        for key, item in zip(value.keys, value.values):  # noqa: B905 - same length by construction
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                items = item.elts if isinstance(item, (ast.List, ast.Tuple)) else [item]
+                found += [f"{key.value}_{n}" for n in (_metric_name(e) for e in items) if n]
+        return found
+    name = _metric_name(value)
+    return [name] if name and isinstance(value, (ast.Constant, ast.Call)) else []
+
+
+def names_in_source(text: str) -> list[str]:
+    """Every metric name the code states literally, in order of appearance, each once."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # validate and the preflight scan report it
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
+            for keyword in node.keywords:
+                if keyword.arg == "metrics":
+                    found += _names_in(keyword.value)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):  # noqa: B905 - same length by construction
+                if isinstance(key, ast.Constant) and key.value == "metrics":
+                    found += _names_in(value)
+    return list(dict.fromkeys(n for n in found if _NAME.fullmatch(n)))
+
+
+def _compiling_file(spec: Spec, base_dir: Path) -> Path | None:
+    """The file that compiles the model: the model hook's module, or the own script."""
+    if spec.code.source_dir is None:
+        return None
+    root = base_dir / spec.code.source_dir
+    if program.kind(spec) != program.BUNDLED:
+        return root / (spec.code.entry_point or "")
+    if not is_hook(spec.training.model):
+        return None
+    module = spec.training.model.split(":")[0]
+    base = root.joinpath(*module.split("."))
+    return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+
+
+def declared(spec: Spec, base_dir: Path) -> tuple[str, ...]:
+    """The spec's `metrics:` and the code's literal ones, without loss and accuracy, each once."""
+    found = list(spec.metrics)
+    path = _compiling_file(spec, base_dir)
+    if path is not None and path.is_file():
+        try:
+            found += names_in_source(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            pass  # validate reports a file it cannot read
+    return tuple(dict.fromkeys(n for n in found if n not in BUILT_IN))

@@ -1,0 +1,83 @@
+"""training.data hooks checked like model hooks, and the metrics a model declares becoming MetricDefinitions."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from smtrain.plan.build import build_plan
+from smtrain.plan.catalog import load_catalog
+from smtrain.plan.declared_metrics import keras_default_name, names_in_source
+from smtrain.plan.request_preview import metric_definitions, preview_request
+from smtrain.spec.model import load_spec
+from tests.plan.test_entrypoint_rules import only_error, outcome
+from tests.support.specfiles import write_spec
+
+HOOKS = '''
+import tensorflow as tf
+
+def load_data(channels):
+    return tf.data.Dataset.from_tensor_slices(([[0.0]], [0.0]))
+
+def build_model(hyperparameters):
+    model = make()
+    model.compile(optimizer="adam", loss="mse",
+                  metrics=["mae", tf.keras.metrics.RootMeanSquaredError(), keras.metrics.AUC(name="area"), my_metric])
+    return model
+'''
+
+
+def test_metric_names_are_read_from_literal_compile_calls_and_returned_dicts() -> None:
+    assert names_in_source(HOOKS) == ["mae", "root_mean_squared_error", "area", "my_metric"]
+    assert names_in_source("def f():\n    return {'model': m, 'metrics': ['mape']}\n") == ["mape"]
+    # Several outputs, by name: Keras names them <output>_<metric>.
+    assert names_in_source("m.compile(loss='mse', metrics={'size': ['mae'], 'kind': ['accuracy']})") == \
+        ["size_mae", "kind_accuracy"]
+    assert names_in_source("m.compile(metrics=chosen)") == []  # not knowable before the run: `metrics:` says
+    assert names_in_source("def broken(:") == []
+    assert [keras_default_name(n) for n in ("AUC", "TopKCategoricalAccuracy", "F1Score", "MeanIoU")] == \
+        ["auc", "top_k_categorical_accuracy", "f1_score", "mean_io_u"]
+
+
+def test_a_data_hook_and_the_models_metrics_reach_the_plan_and_the_request(tmp_path: Path) -> None:
+    (tmp_path / "hooks.py").write_text(HOOKS)
+    path = write_spec(tmp_path, {"training": {"data": "hooks:load_data", "model": "hooks:build_model"},
+                                 "metrics": ["extra"], "code": {"source_dir": "."}})
+    plan = build_plan(load_spec(path, env={}), load_catalog())
+    assert plan.hyperparameters["data"] == "hooks:load_data"
+    assert plan.metrics == ("extra", "mae", "root_mean_squared_error", "area", "my_metric")
+    definitions = {d["Name"]: d["Regex"] for d in preview_request(plan)["AlgorithmSpecification"]["MetricDefinitions"]}
+    assert definitions["train:mae"] == " mae=([0-9.eE+-]+)"
+    assert definitions["validation:area"] == " val_area=([0-9.eE+-]+)"
+    line = "epoch=2 step=9 loss=1.5 mae=0.8 area=0.91 val_loss=1.7 val_mae=0.9 val_area=0.88 lr=0.01"
+    assert re.search(definitions["train:mae"], line).group(1) == "0.8"
+    assert re.search(definitions["validation:mae"], line).group(1) == "0.9"  # never train's value
+    assert re.search(definitions["train:area"], line).group(1) == "0.91"
+    assert plan.summary()["metrics"][:3] == ["loss", "accuracy", "extra"]
+
+
+def test_every_job_keeps_the_shipped_definitions_first() -> None:
+    shipped = metric_definitions()
+    assert [d["Name"] for d in metric_definitions(("mae",))] == [d["Name"] for d in shipped] + \
+        ["train:mae", "validation:mae"]
+
+
+def test_a_data_source_that_is_neither_known_nor_a_hook_is_refused_at_its_line(tmp_path: Path) -> None:
+    line = only_error(tmp_path, {"training": {"data": "my data"}}, "training.data")
+    assert "not a data source" in line and "module:function" in line
+
+
+def test_a_data_hook_needs_the_code_it_names(tmp_path: Path) -> None:
+    line = only_error(tmp_path, {"training": {"data": "hooks:load"}}, "training.data")
+    assert "set code.source_dir" in line
+    (tmp_path / "hooks.py").write_text("def load_data(channels):\n    pass\n")
+    line = only_error(tmp_path, {"training": {"data": "hooks:load"}, "code": {"source_dir": "."}}, "training.data")
+    assert "data hook hooks:load: hooks.py defines no load (did you mean 'load_data'?)" in line
+    # With a data hook the channels are the hook's to read: none is required.
+    errors, _ = outcome(tmp_path, {"training": {"data": "hooks:load_data"}, "code": {"source_dir": "."}}, inputs={})
+    assert errors == []
+
+
+def test_a_metric_name_must_be_one_the_line_can_carry(tmp_path: Path) -> None:
+    line = only_error(tmp_path, {"metrics": ["mae", "val loss"]}, "metrics[1]")
+    assert "not a metric name" in line
