@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test lint demo bench horovod-env clean
+.PHONY: install test lint demo demo-tune bench horovod-env clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ lint: install
 
 demo: install
 	bash scripts/demo.sh
+
+# The digits demo tuned here over learning rate and batch size: trials one after another, then the table.
+demo-tune: install
+	$(BIN)/python -m smtrain.local.demo_data $${SMTRAIN_DEMO_DATA:-.demo/digits}
+	$(BIN)/smtrain tune configs/tune-digits.yaml --local
 
 bench: install
 	$(BIN)/python bench/run.py --out bench/results.json

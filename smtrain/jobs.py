@@ -54,6 +54,27 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class JobCost:
+    """What a job cost (README "Quotas and cost"); None where unknown (a running job, an unpriced type)."""
+
+    billable_seconds: int | None  # wall clock per instance, as AWS bills it (spot: after its saving)
+    training_seconds: int | None
+    instance_type: str | None
+    instance_count: int
+    spot: bool
+    price_per_hour: float | None  # USD on demand, one instance
+    price_region: str | None  # the region the price is for
+    price_note: str | None  # another region's price, an estimate, or no price known
+    usd: float | None  # billable_seconds x price x instances
+    on_demand_usd: float | None  # spot: what the training time would have cost on demand
+    spot_saving_usd: float | None
+    spot_saving_percent: float | None  # as the console shows it: 1 - billable / training
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
 class JobInfo:
     name: str
     backend: str  # "sagemaker" | "local"
@@ -70,6 +91,11 @@ class JobInfo:
     logs_url: str | None = None
     region: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # What AWS bills (DescribeTrainingJob; SageMaker reports both times once the job has ended).
+    billable_seconds: int | None = None
+    training_seconds: int | None = None
+    spot: bool | None = None  # managed spot training
+    cost: JobCost | None = None  # set by the commands that price a job (status, list --cost)
 
     @property
     def done(self) -> bool:
@@ -84,6 +110,7 @@ class JobInfo:
             "instance_count": self.instance_count, "failure_reason": self.failure_reason,
             "model_artifacts": self.model_artifacts, "console_url": self.console_url,
             "logs_url": self.logs_url, "region": self.region,
+            "cost": self.cost.to_dict() if self.cost else None,
         }
 
 
@@ -112,6 +139,33 @@ class EventFiles:
                 "tensorboard": command}
 
 
+@dataclass(frozen=True)
+class MetricPoint:
+    epoch: int
+    value: float
+    timestamp: dt.datetime | None  # when the line was written (local), CloudWatch's period start (SageMaker)
+
+
+@dataclass(frozen=True)
+class MetricSeries:
+    """One MetricDefinitions metric of a job, one point per epoch (`smtrain metrics`)."""
+
+    name: str  # the definition's Name: "train:loss", "validation:accuracy"
+    points: tuple[MetricPoint, ...]
+
+
+@dataclass(frozen=True)
+class JobMetrics:
+    """A job's metric series as one host reported them (README "Metrics")."""
+
+    job: JobInfo
+    source: str  # "cloudwatch" (SageMaker) or "log" (a local job's host log)
+    host: str  # "algo-1": the chief, unless asked for another
+    hosts: tuple[str, ...]  # every host of the job
+    series: tuple[MetricSeries, ...]  # in MetricDefinitions order; train:epoch is the rows' key, not a series
+    final: dict[str, float] = field(default_factory=dict)  # SageMaker's FinalMetricDataList; local: last epoch's
+
+
 class Backend(Protocol):
     """The small interface every backend offers (after TorchX's scheduler: dry run, then schedule)."""
 
@@ -125,3 +179,5 @@ class Backend(Protocol):
     def stop(self, name: str) -> JobInfo: ...
 
     def event_files(self, name: str, directory: Path | None) -> EventFiles: ...
+
+    def metrics(self, name: str, host: str | None = None) -> JobMetrics: ...

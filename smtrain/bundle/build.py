@@ -5,7 +5,8 @@ its root, then starts the entry point. The archive holds three things, all at it
 
 * the bundled entry point (``smtrain_entry.py``, ``smtrain_wrap.py`` and ``smtrain_tf/``, see
   entrypoint.py),
-* the user's ``code.source_dir``,
+* the user's ``code.source_dir`` (for code.git, the checkout of its commit: smtrain.plan.git_source hands
+  it over as the source dir, so it is bundled exactly the same way),
 * the user's requirements file, stored as ``requirements.txt``.
 
 Determinism: the same inputs give the same bytes (and so the same sha256 and S3 key) whatever

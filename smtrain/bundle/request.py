@@ -52,8 +52,13 @@ class Request:
     bundle: Bundle
     source_uri: str  # where the bundle lives (content-addressed)
 
+    def git_summary(self) -> dict[str, Any] | None:
+        """code.git: the repository and the commit the bundle was made from; None for source_dir."""
+        return self.plan.git.summary() if self.plan.git else None
+
     def upload_summary(self) -> dict[str, Any]:
         return {"uri": self.source_uri, "bytes": self.bundle.size, "sha256": self.bundle.sha256,
+                "git": self.git_summary(),
                 "files": [{"path": f.path, "bytes": f.size, "from": f.origin} for f in self.bundle.files]}
 
 

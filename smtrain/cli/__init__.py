@@ -2,10 +2,19 @@
 
     commands.py  the click group and every command; parse, call a stage, print, exit code
     render.py    text for people, JSON/YAML with stable keys for pipelines
+    costs.py     what jobs cost in `status` and `list --cost`: pricing the jobs shown, and their text
+    quota_check.py  the Service Quotas check of `submit` and `plan --check`: its lines, exit 5 when nothing fits
+    capacity_lines.py  plan's and the dry run's lines for compute.prefer's choices, capacity, retries, keys
     follow.py    waiting and log streaming; what Ctrl-C leaves behind
     backends.py  which backend knows a job (a local run of that name, else SageMaker)
     closed_output.py  a closed stdout (`| head`) ends any command quietly, exit 141
     tensorboard_program.py  where TensorBoard is installed (an optional extra), and running it on a logdir
+    tune_command.py  `smtrain tune SPEC`: a SageMaker tuning job (--dry-run, --wait), or trials here (--local)
+    tuning_render.py  tuning for people: plan's tuning lines, the dry run, the created job, a tuning job's status
+    metrics_command.py  `smtrain metrics JOB`, and the metrics summary that ends `submit --wait` / `--local`
+    metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and that summary
+    metrics_plot.py  `metrics --plot`: loss and accuracy charts in the terminal (plotext, imported only there)
+    tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code
 
 May import every stage. Commands import their stage lazily, so `smtrain --help`, `validate`,
 `plan`, `instances` and `schema` never load the SDK, boto3 or TensorFlow.

@@ -1,12 +1,14 @@
 """Backends that turn a resolved plan into a training job: one module per backend.
 
 Each backend imports its heavy dependencies lazily, so importing this package stays cheap.
-The lifecycle commands (status, logs, wait, stop) find a job's backend with :func:`backend_for_job`.
+The lifecycle commands (status, logs, wait, stop) find a job's backend with :func:`backend_for_job`
+(SageMaker's takes tuning job names too: smtrain.sagemaker.tuning_jobs).
 """
 
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 from smtrain import exit_codes
 from smtrain.aws_config import default_region
@@ -23,12 +25,17 @@ def local_module() -> ModuleType | None:
     return local if hasattr(local, "LocalBackend") else None
 
 
-def sagemaker_backend(region: str | None) -> Backend:
-    """The SageMaker backend for `region`, else the default region (AWS_REGION, ~/.aws/config)."""
+def sagemaker_backend(region: str | None, *, with_tuning: bool = False) -> Any:
+    """The SageMaker backend for `region`, else the default region (AWS_REGION, ~/.aws/config).
+    with_tuning: one that takes a tuning job's name too (its `.tuning` lists tuning jobs)."""
     region = region or default_region()
     if not region:
         raise UserError("no AWS region: pass --region, or set AWS_REGION or a region in ~/.aws/config",
                         exit_codes.USAGE)
+    if with_tuning:
+        from smtrain.sagemaker.tuning_jobs import SageMakerJobsBackend
+
+        return SageMakerJobsBackend(region)
     from smtrain.sagemaker.backend import SageMakerBackend
 
     return SageMakerBackend(region)
@@ -53,4 +60,4 @@ def backend_for_job(name: str, region: str | None) -> Backend:
             # "pass --region". Exit 4, as for any unknown job.
             raise UserError(f"no local job named {name} (and no AWS region to look for a SageMaker job "
                             "of that name: pass --region, or set AWS_REGION)", exit_codes.API)
-    return sagemaker_backend(region)
+    return sagemaker_backend(region, with_tuning=True)  # a tuning job's name works too

@@ -94,7 +94,12 @@ def _load(spec_file: str, overrides: tuple[str, ...]) -> LoadedSpec:
 
 def _bundle_refusal(loaded: LoadedSpec, exc: BundleError) -> SpecError:
     """A bundle refusal as a spec problem: at the code field it concerns, exit 2."""
-    return SpecError([loaded.problem(exc.field, str(exc))])
+    return SpecError([loaded.problem(_code_field(loaded, exc.field), str(exc))])
+
+
+def _code_field(loaded: LoadedSpec, field: tuple[str, ...]) -> tuple[str, ...]:
+    """code.source_dir's problems are code.git's when the code comes from git."""
+    return ("code", "git") if field == ("code", "source_dir") and loaded.spec.code.git is not None else field
 
 
 def _check_code(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Finding]]:
@@ -108,12 +113,15 @@ def _check_code(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Fin
     from smtrain.bundle.request import check_bundle
     from smtrain.plan.preflight import scan
 
+    if plan.git is not None and plan.git.commit is None:
+        return [], []  # validate left a remote repository unfetched: the plan's warning says so
     try:
         checked = check_bundle(plan)
     except BundleError as exc:
         raise _bundle_refusal(loaded, exc) from None
     shipped = [(f.path, Path(f.source)) for f in checked.files if f.origin == "source" and f.path.endswith(".py")]
-    return [loaded.problem(("code", "source_dir"), w) for w in checked.warnings], scan(plan, shipped)
+    where = _code_field(loaded, ("code", "source_dir"))
+    return [loaded.problem(where, w) for w in checked.warnings], scan(plan, shipped)
 
 
 def _echo_findings(findings: list[Finding]) -> None:
@@ -159,7 +167,8 @@ def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides
     """Launch TensorFlow training jobs on Amazon SageMaker GPUs from a YAML job spec.
 
     Exit codes: 0 ok/Completed, 1 Failed, 2 invalid spec or usage, 3 Stopped,
-    4 AWS/API error or unknown job, 70 internal error (a bug: rerun with --debug),
+    4 AWS/API error or unknown job, 5 the job does not fit the account's quota (nothing sent),
+    70 internal error (a bug: rerun with --debug),
     124 wait timed out, 130 interrupted, 141 stdout closed by its reader.
     """
 
@@ -174,12 +183,14 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
     """Check a job spec: every problem, with file:line:column, and the preflight scan of your own
     script. No AWS, no TensorFlow."""
     from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
+    from smtrain.cli.tune_command import tuning_plan
     from smtrain.plan.build import build_plan
     from smtrain.plan.request_limits import local_only_problems
 
     try:
         loaded = _load(spec_file, overrides)
-        plan = build_plan(loaded, _catalog(click.get_current_context()))
+        plan = build_plan(loaded, _catalog(click.get_current_context()), fetch_code=False)
+        tuning_plan(loaded, plan)  # tuning: its checks that need the plan (the objective's metric)
         bundle_warnings, findings = _check_code(loaded, plan)
         warnings = plan.warnings + bundle_warnings
     except SpecError as exc:
@@ -205,25 +216,49 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
 @spec_argument
 @set_option
 @strict_option
+@click.option("--check", is_flag=True,
+              help="Also ask AWS (Service Quotas) whether the account's quota fits each instance choice; "
+                   "exit 5 when none does.")
 @output_option("text", "json", "yaml")
 @_guard
-def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, output: str) -> None:
+def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, output: str) -> None:
     """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
     from smtrain.cli.render import dump, plan_text
+    from smtrain.cli.tune_command import tuning_plan
     from smtrain.plan.build import build_plan
 
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
+    tuning = tuning_plan(loaded, result)  # the spec's tuning: section, None without one
     bundle_warnings, findings = _check_code(loaded, result)
+    quotas = None
+    if check:  # the only part of plan that goes online
+        from smtrain.cli.quota_check import check_quotas
+
+        quotas = check_quotas(result)
     if output != "text":
         summary = result.summary()
         summary["warnings"] += [w.render() for w in bundle_warnings]
         summary["preflight"] = [f.to_dict() for f in findings]
+        if quotas is not None:
+            summary["quotas"] = quotas.to_dict()
+        if tuning is not None:
+            summary["tuning"] = tuning.summary()
         dump(summary, output)
     else:
         click.echo(plan_text(result, bundle_warnings))
+        if tuning is not None:
+            from smtrain.cli.tuning_render import tuning_lines
+
+            click.echo("\n".join(tuning_lines(tuning.summary())))
         _echo_findings(findings)
+        if quotas is not None and not quotas.refused:
+            click.echo("\n".join(quotas.lines()))
     _strict_exit(findings, strict)
+    if quotas is not None:
+        from smtrain.cli.quota_check import refuse_if_none_fits
+
+        refuse_if_none_fits(quotas)
 
 
 def _parse_timeout(value: str | None) -> float | None:
@@ -267,12 +302,15 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
 @click.option("--verbose", is_flag=True,
               help="--local: show TensorFlow's start-up lines (oneDNN, CUDA, CPU features) too; the host logs "
                    "always have them.")
+@click.option("--no-quota-check", is_flag=True,
+              help="Skip the Service Quotas check before the upload (for credentials without permission to read "
+                   "quotas).")
 @strict_option
 @output_option("text", "json", "yaml")
 @_guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
            logs_: bool, timeout: str | None, local_: bool, cpu_replicas: int | None, python_: str | None,
-           verbose: bool, strict: bool, output: str) -> None:
+           verbose: bool, no_quota_check: bool, strict: bool, output: str) -> None:
     """Submit a training job (or, with --dry-run, show exactly what would be sent).
 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
@@ -293,7 +331,9 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     result = build_plan(loaded, _catalog(click.get_current_context()))
     # Warnings first: a large file is named before minutes of compressing it.
     bundle_warnings, findings = _check_code(loaded, result)
-    echo_problems(bundle_warnings, label="warning")
+    # The plan's warnings too (a TensorFlow image past its end of patches): submit is where money is spent.
+    # With -o json/yaml they are left to `validate`/`plan -o json`, which carry them in their documents.
+    echo_problems((result.warnings if output == "text" else []) + bundle_warnings, label="warning")
     if output == "text" or (strict and findings):  # else they travel in the JSON
         _echo_findings(findings)
     _strict_exit(findings, strict)
@@ -304,9 +344,10 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
             from smtrain.local.backend import LocalBackend, local_request
 
             request = local_request(result, job_name)
-            job = LocalBackend().run(request, stream=sys.stdout if output == "text" else sys.stderr,
-                                     cpu_replicas=cpu_replicas, python=python_, verbose=verbose)
-            _finish(job, False, output, {**local_submitted(request, job), "preflight": preflight})
+            backend = LocalBackend()
+            job = backend.run(request, stream=sys.stdout if output == "text" else sys.stderr,
+                              cpu_replicas=cpu_replicas, python=python_, verbose=verbose)
+            _finish(job, False, output, {**local_submitted(request, job), "preflight": preflight}, metrics_of=backend)
             return
         if dry_run:
             rendered = submission.dry_run(result, job_name)
@@ -317,6 +358,10 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
             return
         from smtrain.sagemaker.upload import want_progress_bar
 
+        if not no_quota_check:  # before anything is uploaded; exit 5 when no choice fits
+            from smtrain.cli.quota_check import check_before_submit
+
+            check_before_submit(result)
         submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
     except BundleError as exc:
         raise _bundle_refusal(loaded, exc) from exc
@@ -336,10 +381,11 @@ def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, ti
         return
     from smtrain.cli.backends import sagemaker_backend
 
-    job, timed_out = _follow(sagemaker_backend(submitted.region), submitted.job_name, logs=logs, timeout=timeout,
+    backend = sagemaker_backend(submitted.region)
+    job, timed_out = _follow(backend, submitted.job_name, logs=logs, timeout=timeout,
                              output=output, region=submitted.region_flag)
     data.update(status=job.status, job=job.to_dict())
-    _finish(job, timed_out, output, data)
+    _finish(job, timed_out, output, data, metrics_of=backend)
 
 
 def _follow(backend: Any, name: str, *, logs: bool, timeout: float | None, output: str,
@@ -369,14 +415,21 @@ def _follow(backend: Any, name: str, *, logs: bool, timeout: float | None, outpu
             return exc.job, True
 
 
-def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None = None) -> None:
-    """Print the final state of a followed job (`data`, else the job) and exit with its code."""
+def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None = None,
+            metrics_of: Any = None) -> None:
+    """Print the final state of a followed job (`data`, else the job) and exit with its code; with `metrics_of`
+    (the job's backend), the summary of its metrics ends it (README "Metrics"), the `metrics` key in JSON."""
+    from smtrain.cli.metrics_command import final_summary
     from smtrain.cli.render import dump, job_text
 
+    summarise = metrics_of is not None and not timed_out
     if output == "text":
         click.echo(job_text(job))
+        if summarise:
+            final_summary(metrics_of, job, output)
     else:
-        dump(data if data is not None else job.to_dict(), output)
+        data = data if data is not None else job.to_dict()
+        dump({**data, "metrics": final_summary(metrics_of, job, output)} if summarise else data, output)
     click.get_current_context().exit(exit_codes.TIMEOUT if timed_out else exit_code_for(job))
 
 
@@ -388,12 +441,14 @@ def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None 
 def status(job: str, region: str | None, output: str) -> None:
     """Show a job: status, times, instances, failure reason, model and console URLs.
 
-    Exits 1 if the job Failed, 3 if it was Stopped, 0 otherwise.
+    A tuning job's name shows its trials and the best one. Exits 1 if the job Failed, 3 if it was
+    Stopped, 0 otherwise.
     """
     from smtrain.cli.backends import backend_for_job
+    from smtrain.cli.costs import priced
     from smtrain.cli.render import dump, job_text
 
-    info = backend_for_job(job, region).describe(job)
+    info = priced(backend_for_job(job, region).describe(job), _catalog(click.get_current_context()))
     if output != "text":
         dump(info.to_dict(), output)
     else:
@@ -407,12 +462,15 @@ def status(job: str, region: str | None, output: str) -> None:
 @click.option("--since", metavar="WHEN", help="Only jobs created since: a duration ago (2h, 7d) or an ISO date/time.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many jobs.")
 @click.option("--local", "local_", is_flag=True, help="List runs of the local backend instead.")
+@click.option("--cost", "cost", is_flag=True,
+              help="Add what each job cost (one DescribeTrainingJob per job listed).")
+@click.option("--tuning", "tuning", is_flag=True, help="List hyperparameter tuning jobs instead (smtrain tune).")
 @region_option
 @output_option("text", "json", "yaml")
 @_guard
 def list_(status_: str | None, name_contains: str | None, since: str | None, limit: int, local_: bool,
-          region: str | None, output: str) -> None:
-    """List training jobs, newest first."""
+          cost: bool, tuning: bool, region: str | None, output: str) -> None:
+    """List training jobs (with --tuning, tuning jobs), newest first."""
     from smtrain.aws_config import default_region
     from smtrain.cli.backends import local_backend, sagemaker_backend
     from smtrain.cli.render import dump, jobs_table
@@ -425,14 +483,22 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
         # Someone who only runs jobs here: their jobs, rather than "pass --region".
         click.echo("note: no AWS region (pass --region, or set AWS_REGION): listing local jobs", err=True)
         local_ = True
-    backend = local_backend() if local_ else sagemaker_backend(region)
+    if tuning and (local_ or cost):
+        raise click.UsageError("--tuning lists SageMaker tuning jobs: not with --local or --cost")
+    backend = local_backend() if local_ else sagemaker_backend(region, with_tuning=tuning)
+    if tuning:
+        backend = backend.tuning  # smtrain.sagemaker.tuning_jobs: ListHyperParameterTuningJobs
     jobs = backend.list(status=status_, name_contains=name_contains, since=created_after, limit=limit)
+    if cost:
+        from smtrain.cli.costs import priced_list
+
+        jobs = priced_list(backend, jobs, _catalog(click.get_current_context()))
     if output != "text":
         dump({"jobs": [j.to_dict() for j in jobs]}, output)
     elif jobs:
-        jobs_table(jobs)
+        jobs_table(jobs, cost=cost)
     else:
-        click.echo("no training jobs found", err=True)
+        click.echo(f"no {'tuning' if tuning else 'training'} jobs found", err=True)
 
 
 @main.command()
@@ -554,40 +620,46 @@ def tensorboard(job: str, region: str | None, directory: Path | None, no_launch:
 @click.option("--gpu", help="GPU model, e.g. A100, H100, V100, L4.")
 @click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="At least this many GPUs.")
 @click.option("--min-gpu-memory", help="At least this much memory per GPU, e.g. 40GB.")
+@click.option("--region", help="Only types this region offers for training (and its prices where known).")
 @output_option("text", "json", "yaml")
 @_guard
-def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, output: str) -> None:
-    """The GPU instance catalog with on-demand prices, cheapest first."""
+def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, region: str | None, output: str) -> None:
+    """The GPU instance catalog with on-demand prices, cheapest first ("?" where a fact is unknown)."""
     from smtrain.cli.render import dump, instance_dict, instances_table
-    from smtrain.plan.catalog import no_match_reason
+    from smtrain.plan.catalog_listing import listing
+    from smtrain.spec import patterns
 
     catalog = _catalog(click.get_current_context())
     try:
         memory = parse_size(min_gpu_memory) if min_gpu_memory else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--min-gpu-memory") from None
-    found = sorted(catalog.filter(gpu=gpu, min_gpus=gpus, min_gpu_memory=memory),
-                   key=lambda i: (i.price_per_hour, i.name))
-    if not found:
-        filters = " ".join(f"{flag} {value}" for flag, value in
-                           (("--gpu", gpu), ("--gpus", gpus if gpus != 1 else None),
-                            ("--min-gpu-memory", min_gpu_memory)) if value is not None)
-        raise CatalogError(f"no instance type matches {filters}: {no_match_reason(catalog, gpu, gpus, memory)}")
+    if region is not None and not patterns.REGION.matches(region):
+        raise click.BadParameter(f"{region!r} is not an AWS region name, e.g. eu-west-1", param_hint="--region")
+    found = listing(catalog, gpu, gpus, memory, region, min_gpu_memory)  # CatalogError when nothing matches
     if output != "text":
         dump({"price_source": catalog.price_source, "price_date": catalog.price_date,
-              "price_region": catalog.region, "instances": [instance_dict(i, catalog.region) for i in found]}, output)
+              "price_region": catalog.region, "region": region, "regions_source": catalog.regions_source,
+              "excluded": dict(catalog.excluded),
+              "instances": [instance_dict(i, catalog.price(i, region), region) for i in found]}, output)
         return
-    instances_table(found, f"{len(found)} instance types; on-demand {catalog.region} prices: {catalog.price_source} "
-                           f"({catalog.price_date})")
-
+    where = f" for {region}" if region else ""
+    instances_table(found, [catalog.price(i, region) for i in found], region,
+                    f"{len(found)} instance types{where}; on-demand {catalog.region} prices: {catalog.price_source} "
+                    f"({catalog.price_date})")
 
 def _newest_tf_version(region: str | None) -> str:
-    """The newest TensorFlow version the SDK has a training image for in `region`, as users write it ("2.19")."""
+    """The version a spec gets by default (the newest image AWS patches, as users write it: "2.21") where
+    `region` has it; else the newest the SDK has a training image for there."""
     from smtrain.plan.distribution import version_tuple
+    from smtrain.plan.tf_image_choice import default_version
+    from smtrain.plan.tf_images import image_regions as table_regions
     from smtrain.plan.tf_versions import image_regions, known_tf_versions
 
+    if region is None or region in table_regions():
+        return default_version()
     short = sorted((v for v in known_tf_versions() if v.count(".") == 1), key=version_tuple, reverse=True)
-    return next((v for v in short if region is None or region in image_regions(v)), short[0])
+    return next((v for v in short if region in image_regions(v)), short[0])
 
 
 def _shown(path: Path) -> str:
@@ -683,6 +755,20 @@ def completion(shell: str) -> None:
     completer = get_completion_class(shell)
     assert completer is not None  # click knows every choice above
     click.echo(completer(main, {}, "smtrain", "_SMTRAIN_COMPLETE").source())
+
+
+def _add_guarded(command: click.Command) -> None:
+    """Register a command defined in a module of its own; its failures are shown as every command's (_guard)."""
+    assert command.callback is not None
+    command.callback = _guard(command.callback)
+    main.add_command(command)
+
+
+from smtrain.cli.metrics_command import metrics as _metrics_command  # noqa: E402 - needs `main` and `_guard`
+from smtrain.cli.tune_command import tune_command  # noqa: E402
+
+_add_guarded(_metrics_command)
+_add_guarded(tune_command(sys.modules[__name__]))  # it runs submit's steps: this module's
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,10 +9,12 @@ from typing import Any
 
 import click
 
+from smtrain.cli.capacity_lines import dry_run_lines, instances_text, plan_lines
 from smtrain.cli.closed_output import stdout_console
+from smtrain.cli.costs import cost_cell, cost_rows
 from smtrain.jobs import EventFiles, JobInfo, LogEvent, reattach_command
 from smtrain.plan.build import Plan
-from smtrain.plan.catalog import InstanceType, gib_text
+from smtrain.plan.catalog import InstanceType, Price, gib_text
 from smtrain.redact import StreamMasker, mask_data, mask_text
 from smtrain.spec.problems import Problem, dotted
 from smtrain.spec.units import format_duration
@@ -70,10 +72,10 @@ def dry_run_text(rendered: dict[str, Any], region: str) -> str:
     stop = request.get("StoppingCondition", {})
     lines = [f"Dry run: nothing was sent. CreateTrainingJob {rendered['job_name']} in {region}",
              f"  image         {algorithm.get('TrainingImage', '-')}",
-             f"  instances     {resources['InstanceCount']} x {resources['InstanceType']}, "
-             f"{resources.get('VolumeSizeInGB', '-')} GB volume",
+             f"  instances     {instances_text(resources)}, {resources.get('VolumeSizeInGB', '-')} GB volume",
              f"  max run       {stop.get('MaxRuntimeInSeconds', '-')} s"
              + (f", max wait {stop['MaxWaitTimeInSeconds']} s (spot)" if "MaxWaitTimeInSeconds" in stop else ""),
+             *dry_run_lines(request),
              f"  role          {request['RoleArn']}",
              f"  output        {request['OutputDataConfig']['S3OutputPath']}"]
     for channel in request.get("InputDataConfig", []):
@@ -93,7 +95,7 @@ def local_submitted(request: Any, job: JobInfo) -> dict[str, Any]:
     name = job.name
     return {"job_name": name, "arn": None, "region": job.region, "status": job.status,
             "upload": {"uri": request.source_uri, "sha256": request.bundle.sha256, "bytes": request.bundle.size,
-                       "uploaded": False},
+                       "uploaded": False, "git": request.git_summary()},
             "console_url": None, "logs_url": None,
             "commands": {verb: reattach_command(*words) for verb, words in (
                 ("status", ("status", name)), ("logs", ("logs", name)), ("wait", ("wait", name)),
@@ -125,6 +127,22 @@ def _bundled_lines(plan: Plan) -> list[str]:
             f"per micro-batch; x {steps} accumulated steps -> {plan.effective_batch} effective",
             f"  learning rate {plan.learning_rate:g} -> {plan.scaled_learning_rate:g} ({t.lr_scaling} scaling on the "
             f"effective batch, {plan.replicas * steps} x one replica's batch{warmup})", *([hook] if hook else [])]
+
+
+def _tensorflow_lines(t: dict[str, Any]) -> list[str]:
+    """Version, Python, CUDA and where the image comes from: the plan summary's `tensorflow` keys."""
+    facts = ", ".join(x for x in (t.get("python"), t.get("cuda") and f"CUDA {t['cuda']}") if x)
+    eop = t.get("end_of_patch")
+    patched = t.get("patched")
+    patches = ("" if patched is None or (patched and not eop) else f"patched until {eop}" if patched else
+               f"patches ended {eop}" if eop else "no longer patched")
+    if t.get("version_defaulted") and patched and eop:
+        patches = f"the default: the newest patched image, until {eop}"
+    chosen = f" ({patches})" if patches else ""
+    where = {"spec": f"the spec's: {t['image_uri']}", "smtrain table": f"smtrain's table: {t['image_uri'] or '-'}",
+             "sdk": "the SageMaker SDK's, chosen at submit"}.get(t.get("image_source", ""), t.get("image_uri") or "-")
+    return [f"  tensorflow    {t['version'] or '-'}{' ' + facts if facts else ''}{chosen}",
+            f"                image: {where}"]
 
 
 def _program_lines(plan: Plan) -> list[str]:
@@ -164,12 +182,13 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         f"  replicas      {plan.replicas}" + ("  per worker (workers step asynchronously)"
                                              if plan.strategy == "parameter_server" else ""),
         *_program_lines(plan),
-        f"  tensorflow    {plan.framework_version or '-'} {plan.py_version or ''}"
-        + (f"  image {plan.image_uri}" if plan.image_uri else ""),
+        *([f"  code          git {plan.git.line()}"] if plan.git else []),
+        *_tensorflow_lines(s["tensorflow"]),
         f"  distribution  {json.dumps(plan.distribution) if plan.distribution else 'none (SDK default)'}",
         f"  cost          {_usd(s['cost_usd']['per_hour'])}/h on demand"
         f"{' (estimate)' if plan.cost.price_is_estimate else ''}; at most "
-        f"{_usd(s['cost_usd']['max_for_run'])} for max_run {format_duration(plan.spec.compute.max_run)}",
+        f"{_usd(s['cost_usd']['max_for_run'])} for max_run {format_duration(plan.spec.compute.max_run)}"
+        if plan.cost.per_hour is not None else f"  cost          unknown: the catalog has no price for {i.name}",
     ]
     if plan.cost.spot_per_hour_estimate is not None:
         lines.append(f"                spot estimate {_usd(plan.cost.spot_per_hour_estimate)}/h, at most "
@@ -179,6 +198,7 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         lines.append(f"                {plan.cost.region_note}")
     if plan.cost.price_note:
         lines.append(f"                {i.name} price: {plan.cost.price_note}")
+    lines += plan_lines(plan)
     lines.append(f"  tensorboard   {_tensorboard_line(plan)}")
     lines.append(f"  metrics       {', '.join(['loss', 'accuracy', *plan.metrics])} (train: and validation: "
                  "MetricDefinitions)")
@@ -211,30 +231,47 @@ def _tensorboard_line(plan: Plan) -> str:
     return f"not kept in S3 (output is not s3://){local}"
 
 
-def instance_dict(i: InstanceType, price_region: str) -> dict[str, Any]:
+def instance_dict(i: InstanceType, price: Price, region: str | None = None) -> dict[str, Any]:
+    """One catalog entry for `instances -o json`: None where the catalog marks a fact unknown."""
+    cc = i.compute_capability
     return {"type": i.name, "family": i.family, "gpu": i.gpu, "gpus": i.gpus, "gpu_memory_mib": i.gpu_memory_mib,
-            "gpu_memory_gb": round(i.gpu_memory / 10**9, 2), "vcpus": i.vcpus, "memory_gib": round(i.memory / 2**30, 1),
-            "efa": i.efa, "price_per_hour": i.price_per_hour, "price_region": price_region, "price_note": i.price_note,
-            "price_is_estimate": i.price_is_estimate}
+            "gpu_memory_gb": round(i.gpu_memory / 10**9, 2), "vcpus": i.vcpus,
+            "memory_gib": None if i.memory is None else round(i.memory / 2**30, 1), "efa": i.efa,
+            "price_per_hour": price.per_hour, "price_region": price.region, "price_note": price.note,
+            "price_is_estimate": price.is_estimate, "region_note": price.region_note, "note": i.note,
+            "compute_capability": None if cc is None else f"{cc[0]}.{cc[1]}",
+            "tensorflow": i.tensorflow_drives, "tensorflow_note": i.tensorflow_note,
+            "regions": None if i.regions is None else list(i.regions),
+            "offered_in_region": i.offered_in(region)}
 
 
-def instances_table(instances: list[InstanceType], title: str) -> None:
-    """The catalog as a table; a price with a note carries a mark (and "~" when it is an estimate), and
-    the notes follow the table."""
+def instances_table(instances: list[InstanceType], prices: list[Price], region: str | None, title: str) -> None:
+    """The catalog as a table; "?" for an unknown fact, a mark on a price or GPU with a note (and "~" on a
+    price that is an estimate), the notes after the table."""
     from rich.table import Table
 
     marks: dict[str, int] = {}  # note -> its number, one number per distinct note
+
+    def mark(note: str | None) -> str:
+        return f" [{marks.setdefault(note, len(marks) + 1)}]" if note else ""
+
     table = Table(title=title, title_justify="left")
-    for col, just in (("type", "left"), ("gpu", "left"), ("gpus", "right"), ("GiB/gpu", "right"),
-                      ("vcpus", "right"), ("memory GiB", "right"), ("efa", "center"), ("$/hour", "right")):
+    columns = [("type", "left"), ("gpu", "left"), ("gpus", "right"), ("GiB/gpu", "right"), ("vcpus", "right"),
+               ("memory GiB", "right"), ("efa", "center"), ("TF", "center"), ("$/hour", "right")]
+    if region:
+        columns.append((f"in {region}", "center"))
+    for col, just in columns:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for i in instances:
-        price = ("~" if i.price_is_estimate else "") + f"{i.price_per_hour:,.3f}"
-        if i.price_note:
-            price += f" [{marks.setdefault(i.price_note, len(marks) + 1)}]"
-        table.add_row(i.name, i.gpu, str(i.gpus), f"{i.gpu_memory_mib / 1024:g}", str(i.vcpus),
-                      f"{i.memory / 2**30:g}", "yes" if i.efa else "", price)
-    console = stdout_console(120)
+    for i, price in zip(instances, prices, strict=True):
+        shown = "?" if price.per_hour is None else ("~" if price.is_estimate else "") + f"{price.per_hour:,.3f}"
+        row = [i.name + mark(i.note), i.gpu, str(i.gpus), gib_text(i.gpu_memory_mib).removesuffix("GiB"),
+               "?" if i.vcpus is None else str(i.vcpus), "?" if i.memory is None else f"{i.memory / 2**30:g}",
+               "yes" if i.efa else "", "no" + mark(i.tensorflow_note) if i.tensorflow_drives is False else "",
+               shown + mark(price.note or price.region_note)]
+        if region:
+            row.append({True: "yes", None: "?"}.get(i.offered_in(region), "no"))
+        table.add_row(*row)
+    console = stdout_console(140)
     console.print(table)
     for note, number in marks.items():
         console.print(f"[{number}] {note}", markup=False, highlight=False)
@@ -251,10 +288,15 @@ def _when(value: Any) -> str:
 
 def job_text(job: JobInfo) -> str:
     """`smtrain status` for people: one field a line."""
+    if hasattr(job, "tuning"):  # a tuning job (smtrain.sagemaker.tuning_jobs.TuningJobInfo)
+        from smtrain.cli.tuning_render import tuning_job_text
+
+        return tuning_job_text(job, _when)
     rows = [("job", job.name), ("status", _status(job)), ("created", _when(job.created)),
             ("started", _when(job.started)), ("ended", _when(job.ended))]
     if job.instance_type:
         rows.append(("instances", f"{job.instance_count or 1} x {job.instance_type}"))
+    rows += cost_rows(job)
     if job.failure_reason:
         rows.append(("failure", job.failure_reason))
     if job.model_artifacts:
@@ -271,14 +313,15 @@ def job_change_line(job: JobInfo) -> str:
     return f"{now} {job.name}: {_status(job)}"
 
 
-def jobs_table(jobs: list[JobInfo]) -> None:
+def jobs_table(jobs: list[JobInfo], *, cost: bool = False) -> None:
     from rich.table import Table
 
     table = Table(title_justify="left", box=None)
-    for col in ("name", "status", "created", "ended", "backend"):
-        table.add_column(col)
+    for col in ("name", "status", "created", "ended", "backend", *(["cost"] if cost else [])):
+        table.add_column(col, justify="right" if col == "cost" else "left")
     for j in jobs:
-        table.add_row(*mask_data([j.name, _status(j), _when(j.created), _when(j.ended), j.backend]))
+        table.add_row(*mask_data([j.name, _status(j), _when(j.created), _when(j.ended), j.backend,
+                                  *([cost_cell(j)] if cost else [])]))
     stdout_console(160).print(table)
 
 

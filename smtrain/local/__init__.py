@@ -12,8 +12,11 @@
     lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL
     artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them
     records.py    job records under SMTRAIN_HOME: status, list, logs of local jobs
+    metric_series.py  a local job's metric series: its MetricDefinitions applied to a host's log
     backend.py    LocalBackend: run(), describe / list / logs / stop, event_files (TensorBoard's, in place)
     demo_data.py  scikit-learn's digits written as train/validation channels (make demo)
+    tuning.py     `tune --local`: a tuning's trials run one after another as local jobs, the best by its objective
+    trial_sampling.py  each trial's values: a seeded random search, or every combination of a grid
 
 May import: sagemaker (to render hyperparameters exactly as a real job), bundle, plan, spec and
 the shared modules. TensorFlow only ever runs in the host processes, never in smtrain's own.

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
-from smtrain.jobs import EventFiles, JobInfo, LogEvent, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
 from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
 from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, signal_group
 from smtrain.plan import launch
@@ -140,6 +140,13 @@ class LocalBackend:
         logdir = HostLayout(self.store.hosts_dir(name) / chief).tensorboard_dir
         files = sum(1 for p in logdir.rglob("*") if p.is_file()) if logdir.is_dir() else 0
         return EventFiles(name, "local", logdir, files)
+
+    def metrics(self, name: str, host: str | None = None) -> JobMetrics:
+        """The job's metric series for `host` (default algo-1): its MetricDefinitions read from that host's log."""
+        from smtrain.local.metric_series import read_metrics
+
+        record = self._current(name)
+        return read_metrics(record, job_info(record), self.store.log_dir(name), host)
 
     # -- running a job ---------------------------------------------------------------------------
 
@@ -260,6 +267,8 @@ class LocalBackend:
             "artifacts_dir": str(artifacts), "job_dir": str(job_dir), "log_dir": str(job_dir / "logs"),
             "output": plan.spec.output, "source": request.source_uri, "bundle_sha256": request.bundle.sha256,
             "max_run_seconds": body["StoppingCondition"]["MaxRuntimeInSeconds"],
+            # what `smtrain metrics` reads the host logs with, as SageMaker reads the job's output
+            "metric_definitions": body["AlgorithmSpecification"].get("MetricDefinitions") or [],
             "supervisor": {"pid": os.getpid(), "start": process_start(os.getpid())}, "processes": [],
             "exit_code": None, "failed_host": None,
         }
@@ -275,6 +284,10 @@ class LocalBackend:
         plan, name = request.plan, request.job_name
         job_dir = self.store.job_dir(name)
         output.note(f"{name}: {plan.nodes} host(s), {plan.strategy}, in {job_dir}")
+        from smtrain.plan.request_limits import sagemaker_only_notes
+
+        for note in sagemaker_only_notes(plan.spec):
+            output.note(note)
         if plan.spec.output.startswith("s3://"):
             output.note(f"output is {plan.spec.output}: a local run uploads nothing; the archives stay in "
                         f"{job_dir / 'output'}")

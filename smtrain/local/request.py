@@ -67,6 +67,8 @@ def render_local(request: Request) -> dict[str, Any]:
         uri = cfg["uri"] if str(cfg["uri"]).startswith("s3://") else f"{_STAND_IN}/input/{channel}"
         inputs[channel] = {**cfg, "uri": uri}
     replace["inputs"] = inputs
+    # A local run is choice 1 of a fallback list, as SageMaker's own request would have no InstanceType.
+    replace.update(instance_preferences=None, max_pending=None)
     try:
         body = render_request(dataclasses.replace(spec, **replace), request.job_name)
     except ValueError as exc:

@@ -3,15 +3,24 @@ cost), nothing sent."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 # The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
-from smtrain.plan import declared_metrics, distribution, entrypoint_rules, launch, program
-from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, resolve_instance, select_instance
+from smtrain.plan import choices, declared_metrics, distribution, entrypoint_rules, git_source, launch, program
+from smtrain.plan.catalog import (
+    Catalog,
+    CatalogError,
+    InstanceType,
+    explicit_instance,
+    instance_gpu_summary,
+    select_instance,
+    tensorflow_warning,
+)
 from smtrain.plan.request_limits import preview_problems
 from smtrain.plan.request_preview import (
     TENSORBOARD_LOCAL_PATH,
@@ -19,7 +28,7 @@ from smtrain.plan.request_preview import (
     tensorboard_files_uri,
     tensorboard_s3_path,
 )
-from smtrain.plan.tf_versions import default_py_version, image_regions, tf_py_versions
+from smtrain.plan.tf_image_choice import TfChoice, choose_image
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.problems import Problem, SpecError
 from smtrain.spec.yaml_source import SourceMap
@@ -29,8 +38,8 @@ from smtrain.spec.yaml_source import SourceMap
 class Cost:
     """USD for all nodes together: on-demand from the catalog, spot as an estimate."""
 
-    per_hour: float
-    max_for_run: float
+    per_hour: float | None  # None: the catalog marks the price unknown
+    max_for_run: float | None
     spot_per_hour_estimate: float | None
     spot_max_estimate: float | None
     price_source: str
@@ -92,6 +101,13 @@ class Plan:
     environment: dict[str, str] = field(default_factory=dict)
     # Metrics the model reports beyond loss and accuracy: each gets MetricDefinitions (declared_metrics.py).
     metrics: tuple[str, ...] = ()
+    # Where the job may run, in the order SageMaker tries them (compute.prefer), else the one instance
+    # above; the first with capacity runs (smtrain.plan.choices).
+    choices: tuple[choices.Choice, ...] = ()
+    # The TensorFlow image: version, Python, URI and where it comes from (smtrain.plan.tf_image_choice).
+    tf_image: TfChoice | None = None
+    # code.git: the repository and the exact commit the job runs (smtrain.plan.git_source); None for source_dir.
+    git: git_source.GitCheckout | None = None
     warnings: list[Problem] = field(default_factory=list)
     # Where the spec's fields sit in its file: later checks (the rendered request's) report there too.
     source: SourceMap | None = field(default=None, compare=False, repr=False)
@@ -123,7 +139,8 @@ class Plan:
             "instance": {"type": self.instance.name, "reason": self.instance_reason, "gpu": self.instance.gpu,
                          "gpus": self.instance.gpus, "gpu_memory_mib": self.instance.gpu_memory_mib,
                          "gpu_memory_gb": round(self.instance.gpu_memory / 10**9, 2),
-                         "efa": self.instance.efa},
+                         "efa": self.instance.efa, **instance_gpu_summary(
+                             self.instance, self.spec.training.mixed_precision if self.kind == program.BUNDLED else None)},
             "nodes": self.nodes,
             "gpus_per_node": self.instance.gpus,
             "strategy": {"name": self.strategy, "reason": self.strategy_reason,
@@ -131,16 +148,17 @@ class Plan:
             "replicas": self.replicas,
             "batch": batch,
             "learning_rate": rate,
-            "tensorflow": {"version": self.framework_version, "python": self.py_version,
-                           "image_uri": self.image_uri},
+            "tensorflow": self.tf_image.summary() if self.tf_image else {
+                "version": self.framework_version, "python": self.py_version, "image_uri": self.image_uri},
             "entry_point": self.entry_point,
+            "git": self.git.summary() if self.git else None,
             "program": {"kind": self.kind, "script": self.script, "strategy_told": self.strategy_told,
                         "environment": self.smtrain_environment},
             "wrap": self.wrap.summary() if self.wrap else None,
             "hyperparameters": self.hyperparameters,
             "launch": [{"host": h.host, "tf_config": h.tf_config, "command": h.command, "note": h.note,
                         "ps_tf_config": h.ps_tf_config} for h in self.launch],
-            "cost_usd": {"per_hour": round(self.cost.per_hour, 4), "max_for_run": round(self.cost.max_for_run, 2),
+            "cost_usd": {"per_hour": _round(self.cost.per_hour, 4), "max_for_run": _round(self.cost.max_for_run, 2),
                          "spot_per_hour_estimate": _round(self.cost.spot_per_hour_estimate, 4),
                          "spot_max_estimate": _round(self.cost.spot_max_estimate, 2),
                          "max_run_seconds": self.spec.compute.max_run,
@@ -148,6 +166,7 @@ class Plan:
                          "price_region": self.cost.price_region, "region_note": self.cost.region_note,
                          "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate},
             "tensorboard": self.tensorboard(),
+            "choices": [c.summary() for c in self.choices],
             "metrics": ["loss", "accuracy", *self.metrics],
             "warnings": [w.render() for w in self.warnings],
         }
@@ -187,49 +206,39 @@ def _wrap(spec: Spec, replicas: int) -> Wrap | None:
                 rule, scaled_learning_rate(1.0, rule, replicas) if rule else 1.0)
 
 
+def _cost(catalog: Catalog, spec: Spec, instance: InstanceType, nodes: int, region: str | None) -> Cost:
+    price = catalog.price(instance, region)
+    per_hour = None if price.per_hour is None else price.per_hour * nodes  # None: the catalog knows no price
+    hours = spec.compute.max_run / 3600
+    spot_hour = per_hour * (1 - catalog.spot_discount_estimate) if spec.compute.spot and per_hour is not None else None
+    return Cost(per_hour, None if per_hour is None else per_hour * hours, spot_hour,
+                spot_hour * hours if spot_hour is not None else None,
+                catalog.price_source, catalog.price_date, price.region, price.region_note, price.note,
+                price.is_estimate)
+
+
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
 def _instance(loaded: LoadedSpec, catalog: Catalog, requested_strategy: str) -> tuple[InstanceType, str]:
     c = loaded.spec.compute
+    if c.prefer:
+        first = choices.candidates(loaded, catalog, None)[0].instance
+        return first, "compute.prefer: the first choice with capacity runs; this is choice 1"
     if c.instance_type != "auto":
-        return resolve_instance(catalog, c.instance_type), "as the spec asks"
+        return explicit_instance(catalog, c.instance_type, loaded.region)
     allowed = distribution.allowed_instances(requested_strategy)
     selection = select_instance(catalog, c.gpu, c.gpus_per_node, c.min_gpu_memory,
                                 allowed[0] if allowed else None, allowed[1] if allowed else None, region=loaded.region)
     return selection.instance, selection.reason
 
 
-def _tensorflow(loaded: LoadedSpec, problems: list[Problem]) -> tuple[str | None, str | None]:
-    tf = loaded.spec.tensorflow
-    if tf.image_uri:
-        return tf.version, tf.python
-    table = tf_py_versions()
-    if tf.version not in table:
-        near = sorted(table, key=lambda v: distribution.version_tuple(v))
-        newer = [v for v in near if distribution.version_tuple(v) > distribution.version_tuple(tf.version or "0")]
-        hint = ", ".join(newer[:2] or near[-2:])
-        problems.append(loaded.problem(("tensorflow", "version"),
-                                       f"the SageMaker SDK has no TensorFlow training image {tf.version} "
-                                       f"(nearest: {hint}; newest: {near[-1]}); give tensorflow.image_uri "
-                                       "to use another image"))
-        return tf.version, tf.python
-    known = table[tf.version]
-    regions = image_regions(tf.version)
-    if loaded.region and regions and loaded.region not in regions:
-        where = ("region",) if loaded.spec.region else ("tensorflow", "version")
-        problems.append(loaded.problem(where, f"the SageMaker SDK has no TensorFlow {tf.version} training image in "
-                                              f"{loaded.region} (it has them in {', '.join(regions)}); give "
-                                              "tensorflow.image_uri to use another image"))
-    if tf.python and tf.python not in known:
-        problems.append(loaded.problem(("tensorflow", "python"), f"TensorFlow {tf.version} images exist for "
-                                       f"{', '.join(known)}, not {tf.python}"))
-    return tf.version, tf.python or default_py_version(tf.version)
-
-
-def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
-    """Decide everything about the job; raise SpecError (with positions) if it cannot run."""
+def build_plan(loaded: LoadedSpec, catalog: Catalog, today: date | None = None, *, fetch_code: bool = True) -> Plan:
+    """Decide everything about the job; raise SpecError (with positions) if it cannot run. `today` (UTC by
+    default) decides which TensorFlow images are still patched. code.git is cloned and its commit resolved
+    first (fetch_code=False: a remote repository only as far as the cache answers, for validate)."""
+    loaded, git = git_source.resolve(loaded, fetch=fetch_code)
     spec = loaded.spec
     problems: list[Problem] = []
     warnings: list[Problem] = []
@@ -241,17 +250,24 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
     except CatalogError as exc:
         field = ("compute", "instance_type") if spec.compute.instance_type != "auto" else ("compute",)
         raise SpecError(problems + [loaded.problem(field, str(exc))]) from None
-    if spec.compute.instance_type != "auto":
+    if spec.compute.instance_type != "auto" and not spec.compute.prefer:
         for name in ("gpu", "min_gpu_memory"):
             if getattr(spec.compute, name) is not None:
                 warnings.append(loaded.problem(("compute", name), "used only with instance_type auto; "
                                                f"{instance.name} is fixed"))
-    framework_version, py_version = _tensorflow(loaded, problems)
-    strategy, strategy_reason = distribution.resolve(spec.distribution.strategy, spec.compute.nodes, instance.gpus)
-    found = distribution.check(strategy, framework_version, instance, spec.compute.nodes,
-                               spec.distribution.processes_per_host, spec.tensorflow.image_uri)
-    problems += [loaded.problem(path, msg) for path, msg in found.errors]
-    warnings += [loaded.problem(path, msg) for path, msg in found.warnings]
+        blackwell = tensorflow_warning(instance, spec.tensorflow.image_uri)  # auto never picks such a type
+        if blackwell:
+            warnings.append(loaded.problem(("compute", "instance_type"), blackwell))
+    tf_image, tf_problems, tf_warnings = choose_image(loaded, today)
+    problems += tf_problems
+    warnings += tf_warnings
+    framework_version, py_version = tf_image.version, tf_image.python
+    # The one instance, or each of compute.prefer's: its strategy as the container will decide it.
+    decided = choices.decide(loaded, choices.candidates(loaded, catalog, instance), framework_version)
+    problems += decided.errors
+    warnings += decided.warnings + choices.auto_only_warnings(loaded)
+    first = decided.choices[0]
+    nodes, strategy, strategy_reason = first.nodes, first.strategy, first.strategy_reason
     if spec.code.entry_point is None:
         errors, notes = entrypoint_rules.check(loaded, framework_version, py_version)
         problems += errors
@@ -259,27 +275,30 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
     warnings += program.unused_training_fields(loaded)
     environment, clashes = program.environment(loaded)
     problems += clashes
+    if git is not None:
+        environment, git_clashes, git_notes = git_source.plan_environment(loaded, git, environment)
+        problems += git_clashes
+        warnings += git_notes
     if problems:
         raise SpecError(problems)
 
-    processes = distribution.processes_per_host(strategy, spec.distribution.processes_per_host, instance.gpus)
-    replicas = distribution.replicas(strategy, spec.compute.nodes, instance.gpus, processes)
+    processes, replicas = first.processes_per_host, first.replicas
     kind = program.kind(spec)
     hps = program.hyperparameters(spec)
     entry_point = program.entry_point(spec)
-    hosts = launch.host_names(spec.compute.nodes)
-    price = catalog.price(instance, region)
-    per_hour = price.per_hour * spec.compute.nodes
-    hours = spec.compute.max_run / 3600
-    spot_hour = per_hour * (1 - catalog.spot_discount_estimate) if spec.compute.spot else None
+    hosts = launch.host_names(nodes)
     maths = _maths(spec, replicas)
+    planned = tuple(replace(c, batch_per_replica=m.batch_per_replica, global_batch=m.global_batch,
+                            effective_batch=m.effective_batch, scaled_learning_rate=m.scaled_learning_rate,
+                            wrap=_wrap(spec, c.replicas), cost=_cost(catalog, spec, c.instance, c.nodes, region))
+                    for c, m in ((c, _maths(spec, c.replicas)) for c in decided.choices))
     plan = Plan(
         spec=spec,
         base_dir=loaded.base_dir,
         region=region or "",
         instance=instance,
         instance_reason=instance_reason,
-        nodes=spec.compute.nodes,
+        nodes=nodes,
         strategy=strategy,
         strategy_reason=strategy_reason,
         processes_per_host=processes,
@@ -292,21 +311,22 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog) -> Plan:
         scaled_learning_rate=maths.scaled_learning_rate,
         framework_version=framework_version,
         py_version=py_version,
-        image_uri=spec.tensorflow.image_uri,
-        distribution=distribution.sdk_distribution(strategy, processes, spec.distribution.mpi_options),
+        image_uri=tf_image.image_uri,
+        tf_image=tf_image,
+        distribution=decided.sdk_distribution,
         entry_point=entry_point,
         hyperparameters=hps,
         launch=launch.preview(strategy, hosts, processes, instance.name, spec.distribution.mpi_options,
                               entry_point, hps),
-        cost=Cost(per_hour, per_hour * hours, spot_hour, spot_hour * hours if spot_hour is not None else None,
-                  catalog.price_source, catalog.price_date, price.region, price.region_note, price.note,
-                  price.is_estimate),
+        cost=planned[0].cost,
+        choices=planned,
         kind=kind,
         script=spec.code.entry_point,
         wrap=_wrap(spec, replicas),
-        strategy_told=program.strategy_told(kind, strategy, spec.compute.nodes, instance.gpus, processes),
+        strategy_told=program.strategy_told(kind, strategy, nodes, instance.gpus, processes),
         environment=environment,
         metrics=declared_metrics.declared(spec, loaded.base_dir),
+        git=git,
         warnings=warnings,
         source=loaded.source,
     )

@@ -16,29 +16,42 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from smtrain.plan import gpu_facts
 from smtrain.spec.units import format_gb, parse_size
 
 __all__ = [
+    "UNKNOWN",
+    "Availability",
     "Catalog",
     "CatalogError",
     "InstanceType",
     "Price",
     "RegionPrice",
     "Selection",
+    "availability",
+    "explicit_instance",
     "gib_text",
+    "instance_gpu_summary",
+    "region_error",
     "load_catalog",
     "no_match_reason",
     "resolve_instance",
     "select_instance",
+    "tensorflow_warning",
 ]
 
 MIB = 2**20
 
 # Keys a catalog file may hold at its top level and in each instance entry. Anything else is
 # refused, so that a typo ("gpu_mem") cannot silently drop a figure.
-_TOP_KEYS = {"source", "date", "region", "currency", "spot_discount_estimate", "instances"}
+_TOP_KEYS = {"source", "date", "region", "currency", "spot_discount_estimate", "instances", "excluded",
+             "regions_source", "regions_scope"}
 _REQUIRED_FIELDS = ("gpu", "gpus", "gpu_memory_mib", "vcpus", "memory", "efa", "price")
-_OPTIONAL_FIELDS = ("price_note", "region_prices")
+_OPTIONAL_FIELDS = ("price_note", "region_prices", "regions", "note")
+# A figure no source gives is written `unknown` (with a `note` saying why) rather than guessed. These
+# fields may be unknown; the GPU model, count and memory never are (EC2 and the SDK list every one).
+UNKNOWN = "unknown"
+_MAY_BE_UNKNOWN = ("vcpus", "memory", "price")
 _OLD_GPU_MEMORY = "gpu_memory"  # the maker's figure ("40GB"), before gpu_memory_mib; still read
 _PRICES_META_KEYS = {"source", "date", "region"}
 _REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")  # us-east-1, us-gov-west-1; fullmatch, never a final "\n"
@@ -62,12 +75,44 @@ class InstanceType:
     # MiB per GPU, as the SageMaker SDK's instance_types_gpu_info and EC2 list it: a maker's
     # "40GB" A100 is 40960 MiB (42.9 decimal GB).
     gpu_memory_mib: int
-    vcpus: int
-    memory: int  # bytes of host memory
+    vcpus: int | None  # None: unknown (see `note`)
+    memory: int | None  # bytes of host memory; None: unknown
     efa: bool
-    price_per_hour: float  # USD on-demand in the catalog's region
+    price_per_hour: float | None  # USD on-demand in the catalog's region; None: unknown, never picked
     price_note: str | None = None  # why this price is weaker than the catalog's source, if it is
     region_prices: tuple[RegionPrice, ...] = ()  # other regions, only where a source gives them
+    note: str | None = None  # where the entry's facts come from, or why one is unknown
+    # Regions that offer the type for training; None: unknown. `regions_scope` is the set of regions
+    # the list speaks for (its source's); outside it, whether a region offers the type is unknown.
+    regions: tuple[str, ...] | None = None
+    regions_scope: tuple[str, ...] | None = None
+
+    @property
+    def price_known(self) -> bool:
+        return self.price_per_hour is not None
+
+    def offered_in(self, region: str | None) -> bool | None:
+        """Whether `region` offers this type for training: True, False, or None when unknown."""
+        if region is None or self.regions is None:
+            return None
+        if region in self.regions:
+            return True
+        if self.regions_scope is not None and region not in self.regions_scope:
+            return None
+        return False
+
+    @property
+    def compute_capability(self) -> tuple[int, int] | None:
+        return gpu_facts.compute_capability(self.gpu)
+
+    @property
+    def tensorflow_drives(self) -> bool | None:
+        """Whether SageMaker's TensorFlow images can drive this type's GPU (False: Blackwell); None: unknown."""
+        return gpu_facts.tensorflow_drives(self.gpu)
+
+    @property
+    def tensorflow_note(self) -> str | None:
+        return gpu_facts.tensorflow_note(self.gpu)
 
     @property
     def gpu_memory(self) -> int:
@@ -93,7 +138,7 @@ class InstanceType:
 class Price:
     """What one instance costs per hour in a region, and how far to trust the figure."""
 
-    per_hour: float
+    per_hour: float | None  # None: no source gives this type's price
     region: str  # the region this figure is for
     note: str | None = None  # the catalog's note on this figure
     asked_region: str | None = None  # the region wanted, when it differs from `region`
@@ -101,6 +146,10 @@ class Price:
     @property
     def is_estimate(self) -> bool:
         return _is_estimate(self.note)
+
+    @property
+    def known(self) -> bool:
+        return self.per_hour is not None
 
     @property
     def region_note(self) -> str | None:
@@ -127,6 +176,9 @@ class Catalog:
     spot_discount_estimate: float
     region: str = "us-east-1"  # the region of every entry's `price_per_hour`
     notes: tuple[str, ...] = ()  # what loading a user's file converted, for the user to see
+    # Training types deliberately left out, each with its reason (e.g. ml.p2.*: K80).
+    excluded: Mapping[str, str] = field(default_factory=dict)
+    regions_source: str | None = None  # where the entries' `regions` come from
     _by_name: dict[str, InstanceType] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -158,8 +210,10 @@ class Catalog:
                 return Price(regional.per_hour, regional.region, regional.note)
         return Price(instance.price_per_hour, self.region, instance.price_note, region)
 
-    def spot_price(self, instance: InstanceType) -> float:
-        """A rough managed-spot hourly price: on-demand less the catalog's discount estimate."""
+    def spot_price(self, instance: InstanceType) -> float | None:
+        """A rough managed-spot hourly price: on-demand less the catalog's discount estimate (None: unknown)."""
+        if instance.price_per_hour is None:
+            return None
         return instance.price_per_hour * (1.0 - self.spot_discount_estimate)
 
     def nearest(self, name: str, n: int = 3) -> list[str]:
@@ -172,10 +226,11 @@ class Catalog:
         min_gpus: int = 1,
         min_gpu_memory: int | None = None,
         allowed: Collection[str] | None = None,
+        region: str | None = None,
     ) -> list[InstanceType]:
         """Entries with this GPU model (any case), at least `min_gpus` GPUs and at least
         `min_gpu_memory` bytes per GPU (see InstanceType.meets_gpu_memory), limited to `allowed`
-        names when given; catalog order."""
+        names when given and to types not known to be missing from `region`; catalog order."""
         want = _gpu_key(gpu) if gpu else None
         allowed_set = set(allowed) if allowed is not None else None
         return [
@@ -185,6 +240,7 @@ class Catalog:
             and i.gpus >= min_gpus
             and (min_gpu_memory is None or i.meets_gpu_memory(min_gpu_memory))
             and (allowed_set is None or i.name in allowed_set)
+            and i.offered_in(region) is not False
         ]
 
 
@@ -200,10 +256,11 @@ class Selection:
 
 
 def _preference(i: InstanceType, per_hour: float | None = None) -> tuple[float, int, int, str]:
-    # Cheapest first. At equal price: fewer GPUs (the request is met with less left idle), then
-    # more memory per GPU (more headroom for the same money), then the name, so the order never
-    # depends on the file's order.
-    return (i.price_per_hour if per_hour is None else per_hour, i.gpus, -i.gpu_memory_mib, i.name)
+    # Cheapest first; an unknown price last. At equal price: fewer GPUs (the request is met with less
+    # left idle), then more memory per GPU (more headroom for the same money), then the name, so the
+    # order never depends on the file's order.
+    price = i.price_per_hour if per_hour is None else per_hour
+    return (math.inf if price is None else price, i.gpus, -i.gpu_memory_mib, i.name)
 
 
 def select_instance(
@@ -217,17 +274,24 @@ def select_instance(
 ) -> Selection:
     """The cheapest type with at least `gpus_per_node` GPUs of model `gpu` (any model when None),
     each with at least `min_gpu_memory` bytes, among `allowed` names when given; priced in
-    `region` where the catalog knows its prices, else in the catalog's region."""
+    `region` where the catalog knows its prices, else in the catalog's region. Never a type that
+    `region` is known not to offer, whose price is unknown, or whose GPU SageMaker's TensorFlow
+    images cannot drive (Blackwell)."""
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
         raise CatalogError(f"gpus_per_node must be a whole number of at least 1, not {gpus_per_node!r}")
     if min_gpu_memory is not None and min_gpu_memory < 0:
         raise CatalogError("min_gpu_memory cannot be negative")
 
+    pool = catalog.filter(gpu=gpu, min_gpus=gpus_per_node, min_gpu_memory=min_gpu_memory, allowed=allowed)
+    left_out = {i.name: why for i in pool if (why := _not_picked(catalog, i, region))}
     matches = sorted(
-        catalog.filter(gpu=gpu, min_gpus=gpus_per_node, min_gpu_memory=min_gpu_memory, allowed=allowed),
+        (i for i in pool if i.name not in left_out),
         key=lambda i: _preference(i, catalog.price(i, region).per_hour),
     )
     if not matches:
+        need = _describe_need(gpu, gpus_per_node, min_gpu_memory)
+        if pool:
+            raise CatalogError(f"no instance type with {need} can be picked: {_grouped(left_out)}")
         raise CatalogError(
             _no_match_message(catalog, gpu, gpus_per_node, min_gpu_memory, allowed, allowed_reason)
         )
@@ -245,7 +309,31 @@ def select_instance(
             f"cheapest of {len(matches)} types with {need}{within}: {best_at}; "
             f"next: {_quote(runner_up, catalog.price(runner_up, region))}"
         )
+    if region is not None and best.offered_in(region) is None:
+        reason += f"; whether {region} offers {best.name} for training is unknown"
+    if left_out:
+        reason += f" (not picked: {_grouped(left_out)})"
     return Selection(instance=best, reason=reason, candidates=tuple(matches))
+
+
+def _not_picked(catalog: Catalog, i: InstanceType, region: str | None) -> str | None:
+    """Why automatic selection must not pick `i`, or None."""
+    if i.offered_in(region) is False:
+        return f"not offered in {region}"
+    if i.tensorflow_drives is False:
+        cc = i.compute_capability or (0, 0)
+        return "SageMaker's TensorFlow images cannot drive " + ("Blackwell GPUs" if cc >= (10, 0) else "its GPU")
+    if not catalog.price(i, region).known:
+        return "price unknown"
+    return None
+
+
+def _grouped(reasons: Mapping[str, str]) -> str:
+    # "not offered in eu-west-1: ml.a, ml.b; price unknown: ml.c", in the order reasons first appear.
+    by_reason: dict[str, list[str]] = {}
+    for name, why in reasons.items():
+        by_reason.setdefault(why, []).append(name)
+    return "; ".join(f"{why}: {', '.join(names)}" for why, names in by_reason.items())
 
 
 def no_match_reason(catalog: Catalog, gpu: str | None, gpus: int, min_gpu_memory: int | None) -> str:
@@ -256,6 +344,8 @@ def no_match_reason(catalog: Catalog, gpu: str | None, gpus: int, min_gpu_memory
 
 def _quote(i: InstanceType, price: Price) -> str:
     # An estimated price must not read as a fact, wherever it is quoted.
+    if price.per_hour is None:
+        return f"{i.name} (price unknown)"
     return f"{i.name} at {_money(price.per_hour)}/h" + (" (estimate)" if price.is_estimate else "")
 
 
@@ -264,11 +354,94 @@ def resolve_instance(catalog: Catalog, name: str) -> InstanceType:
     found = catalog.get(name)
     if found is not None:
         return found
+    if name.strip() in catalog.excluded:
+        raise CatalogError(f"{name.strip()} is left out of the GPU catalog: {catalog.excluded[name.strip()]}")
     suggestions = catalog.nearest(name)
     hint = (
         f"; nearest: {', '.join(suggestions)}" if suggestions else "; `smtrain instances` lists the catalog"
     )
     raise CatalogError(f"unknown instance type {name.strip()!r} (not in the GPU catalog){hint}")
+
+
+def explicit_instance(catalog: Catalog, name: str, region: str | None) -> tuple[InstanceType, str]:
+    """The type a spec names and the plan's reason for it; CatalogError when the catalog lacks it or
+    `region` is known not to offer it for training."""
+    instance = resolve_instance(catalog, name)
+    error = region_error(catalog, instance, region)
+    if error:
+        raise CatalogError(error)
+    reason = "as the spec asks"
+    if region is not None and instance.offered_in(region) is None:
+        reason += f"; whether {region} offers it for training is unknown"
+    return instance, reason
+
+
+def instance_gpu_summary(instance: InstanceType, mixed_precision: str | None) -> dict[str, Any]:
+    """The plan's JSON keys on the type's GPU: compute capability, whether SageMaker's TensorFlow images
+    drive it, and what the bundled entrypoint's `mixed_precision` setting becomes on it (None: an own script)."""
+    cc = instance.compute_capability
+    return {"compute_capability": None if cc is None else f"{cc[0]}.{cc[1]}",
+            "tensorflow": instance.tensorflow_drives,
+            "mixed_precision": None if mixed_precision is None else gpu_facts.mixed_precision(mixed_precision, instance.gpu)}
+
+
+def tensorflow_warning(instance: InstanceType, image_uri: str | None) -> str | None:
+    """The plan's warning for a type whose GPU SageMaker's TensorFlow images cannot drive (Blackwell)."""
+    note = instance.tensorflow_note
+    if note is None:
+        return None
+    if image_uri:
+        return f"{instance.name}: {note}; your tensorflow.image_uri must carry a TensorFlow built for it"
+    return (f"{instance.name}: {note}; the job is likely to fail at its first GPU operation: choose a type "
+            "whose GPU they drive (H200, H100, A100, L40S, ...)")
+
+
+def region_error(catalog: Catalog, instance: InstanceType, region: str | None) -> str | None:
+    """The error for a type `region` is known not to offer for training, naming the regions that do;
+    None when it is offered there or nobody knows."""
+    if instance.offered_in(region) is not False:
+        return None
+    where = ", ".join(instance.regions or ()) or "none"
+    source = f" (regions: {catalog.regions_source})" if catalog.regions_source else ""
+    return (f"{instance.name} is not offered for training in {region}; regions that offer it: {where}{source}. "
+            "Choose another region or instance type, or give the type's regions in a --catalog file")
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether one instance type can be used for a TensorFlow training job in a region."""
+
+    name: str
+    in_catalog: bool
+    excluded: str | None  # the exclusion list's reason, for a type deliberately left out
+    offered: bool | None  # in the region asked about; None: unknown (never an error)
+    regions: tuple[str, ...] | None  # where it is offered; None: unknown
+    tensorflow: bool | None  # whether SageMaker's TensorFlow images drive its GPU; None: unknown
+    notes: tuple[str, ...] = ()
+    problem: str | None = None  # why it cannot be used there at all (not in catalog, excluded, not offered)
+
+
+def availability(catalog: Catalog, name: str, region: str | None) -> Availability:
+    """Everything the catalog knows about using `name` in `region`: for fallback lists (compute.prefer)
+    and anything else that must vet a type it did not pick itself."""
+    name = name.strip()
+    instance = catalog.get(name)
+    if instance is None:
+        try:
+            resolve_instance(catalog, name)
+        except CatalogError as exc:
+            problem = str(exc)
+        return Availability(name, False, catalog.excluded.get(name), None, None, None, (), problem)
+    notes = []
+    offered = instance.offered_in(region)
+    if region is not None and offered is None:
+        notes.append(f"whether {region} offers {name} for training is unknown")
+    if instance.tensorflow_note:
+        notes.append(instance.tensorflow_note)
+    if not catalog.price(instance, region).known:
+        notes.append(f"{name}: price unknown")
+    return Availability(name, True, None, offered, instance.regions, instance.tensorflow_drives, tuple(notes),
+                        region_error(catalog, instance, region))
 
 
 def _describe_need(gpu: str | None, gpus: int, min_gpu_memory: int | None) -> str:
@@ -287,8 +460,8 @@ def _format_request(num_bytes: int) -> str:
 
 
 def gib_text(mib: int) -> str:
-    """A catalog GPU memory figure for people: 40960 -> "40GiB"."""
-    return f"{mib / 1024:g}GiB"
+    """A catalog GPU memory figure for people: 40960 -> "40GiB", 183359 -> "179.1GiB"."""
+    return f"{mib / 1024:g}GiB" if mib % 1024 == 0 else f"{mib / 1024:.1f}GiB"
 
 
 def _no_match_message(
@@ -472,7 +645,8 @@ def _catalog_from_data(data: Any, label: str, base: Catalog | None) -> Catalog:
                 f"file with region: {region}"
             )
         region = base.region
-    read = [_parse_entry(label, name, entry, region) for name, entry in entries.items()]
+    scope = _regions_list(f"{label}: regions_scope", data["regions_scope"]) if data.get("regions_scope") else None
+    read = [_parse_entry(label, name, entry, region, scope) for name, entry in entries.items()]
     parsed = [entry for entry, _ in read]
     notes = (base.notes if base is not None else ()) + _old_field_note(label, [c for _, c in read if c])
 
@@ -494,6 +668,11 @@ def _catalog_from_data(data: Any, label: str, base: Catalog | None) -> Catalog:
             if data.get("spot_discount_estimate") is not None
             else base.spot_discount_estimate
         )
+    excluded = {**(base.excluded if base is not None else {}), **_excluded(label, data.get("excluded"))}
+    names = {i.name for i in merged}
+    regions_source = _text(data["regions_source"]) if data.get("regions_source") else None
+    if base is not None and base.regions_source:
+        regions_source = base.regions_source + (f"; {regions_source} ({Path(label).name})" if regions_source else "")
     return Catalog(
         instances=tuple(merged),
         price_source=source,
@@ -501,7 +680,24 @@ def _catalog_from_data(data: Any, label: str, base: Catalog | None) -> Catalog:
         spot_discount_estimate=spot,
         region=region,
         notes=notes,
+        # A type the user's catalog describes is no longer left out.
+        excluded={k: v for k, v in excluded.items() if k not in names},
+        regions_source=regions_source,
     )
+
+
+def _excluded(label: str, value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) and v.strip() for v in value.values()):
+        raise CatalogError(f"{label}: 'excluded' must map instance names to the reason each is left out")
+    return {str(k).strip(): v.strip() for k, v in value.items()}
+
+
+def _regions_list(where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise CatalogError(f"{where}: give a list of AWS regions, e.g. [us-east-1, us-west-2], or 'unknown'")
+    return tuple(sorted({_region(where, str(r).strip()) for r in value}))
 
 
 def _old_field_note(label: str, conversions: list[str]) -> tuple[str, ...]:
@@ -523,7 +719,9 @@ def _annotate(source: str, changed: list[InstanceType], label: str) -> str:
     return f"{source}; {len(changed)} entr{'y' if len(changed) == 1 else 'ies'} from {Path(label).name}"
 
 
-def _parse_entry(label: str, name: Any, entry: Any, region: str) -> tuple[InstanceType, str | None]:
+def _parse_entry(
+    label: str, name: Any, entry: Any, region: str, scope: tuple[str, ...] | None = None
+) -> tuple[InstanceType, str | None]:
     """The entry, and how its old 'gpu_memory' field was read when it used that field."""
     if not isinstance(name, str) or not name.startswith("ml.") or name.count(".") != 2:
         raise CatalogError(
@@ -550,20 +748,32 @@ def _parse_entry(label: str, name: Any, entry: Any, region: str) -> tuple[Instan
     if not isinstance(efa, bool):
         raise CatalogError(f"{where}: 'efa' must be true or false, not {efa!r}")
     note = entry.get("price_note")
+    unknown = [key for key in _MAY_BE_UNKNOWN if _is_unknown(entry[key])]
+    facts_note = _text(entry["note"]) if entry.get("note") not in (None, "") else None
+    if unknown and facts_note is None:
+        raise CatalogError(f"{where}: {', '.join(unknown)} unknown: add a 'note' saying why (no source gives it)")
+    regions = entry.get("regions")
     instance = InstanceType(
         name=name,
         family=_split_name(name)[0],
         gpu=gpu.strip(),
         gpus=_count(where, "gpus", entry["gpus"]),
         gpu_memory_mib=gpu_memory_mib,
-        vcpus=_count(where, "vcpus", entry["vcpus"]),
-        memory=_size(where, "memory", entry["memory"]),
+        vcpus=None if "vcpus" in unknown else _count(where, "vcpus", entry["vcpus"]),
+        memory=None if "memory" in unknown else _size(where, "memory", entry["memory"]),
         efa=efa,
-        price_per_hour=_price(where, entry["price"]),
+        price_per_hour=None if "price" in unknown else _price(where, entry["price"]),
         price_note=_text(note) if note not in (None, "") else None,
         region_prices=_region_prices(where, entry.get("region_prices"), region),
+        note=facts_note,
+        regions=None if regions is None or _is_unknown(regions) else _regions_list(f"{where}: regions", regions),
+        regions_scope=scope,
     )
     return instance, conversion and f"{name}: {conversion}"
+
+
+def _is_unknown(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() == UNKNOWN
 
 
 def _gpu_memory_mib(where: str, entry: dict[str, Any]) -> tuple[int, str | None]:

@@ -11,7 +11,8 @@ from typing import Any
 
 from smtrain.plan.catalog import InstanceType
 
-# The SDK's SMDDP instance list (sagemaker/fw_utils.py); smdistributed never ran on p5 for TensorFlow.
+# The SDK's SMDDP instance list (sagemaker/fw_utils.py SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES);
+# smdistributed never ran on p5 or p6 for TensorFlow. EFA rules read InstanceType.efa (P6 has it).
 SMDDP_INSTANCES = ("ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge")
 # What SageMaker's TensorFlow training images ship, per strategy (each fact with its source):
 # - smdistributed data parallel: the SDK allows it for TF 2.3 to 2.11 only

@@ -91,8 +91,9 @@ def _hook(loaded: LoadedSpec, hook: str, kind: str = "model") -> list[Problem]:
     candidates = [base.with_suffix(".py"), base / "__init__.py"]
     path = next((p for p in candidates if p.is_file()), None)
     if path is None:
+        code = "the code.git checkout" if loaded.spec.code.git else "code.source_dir"  # (its cache directory)
         return [loaded.problem(where, f"{kind} hook {hook}: no {Path(*module.split('.')).with_suffix('.py')} "
-                                      f"in code.source_dir ({source_dir})")]
+                                      f"in {code} ({source_dir})")]
     try:
         tree = ast.parse(path.read_bytes(), str(path))
     except SyntaxError as exc:

@@ -7,7 +7,8 @@ training.epochs, ResourceConfig.KeepAlivePeriodInSeconds to compute.keep_alive, 
 to inputs.<name>.uri, a whole map's size to the map's own field), located through the spec's
 SourceMap.
 
-Inputs and an output on this machine are for `submit --local` only: their S3 checks are left to
+The capacity, retry and key fields are SageMaker's alone: a local run notes that it ignores them
+(sagemaker_only_notes). Inputs and an output on this machine are for `submit --local` only: their S3 checks are left to
 the "valid for --local only" verdict (local_only_fields) instead of refusing the spec.
 """
 
@@ -32,6 +33,12 @@ _FIELDS: dict[tuple[str, ...], Path_] = {
     ("ResourceConfig", "InstanceCount"): ("compute", "nodes"),
     ("ResourceConfig", "VolumeSizeInGB"): ("compute", "volume_size"),
     ("ResourceConfig", "KeepAlivePeriodInSeconds"): ("compute", "keep_alive"),
+    ("ResourceConfig", "VolumeKmsKeyId"): ("compute", "volume_kms_key"),
+    ("ResourceConfig", "TrainingPlanArn"): ("compute", "training_plan"),
+    ("ResourceConfig", "InstancePreferences"): ("compute", "prefer"),
+    ("StoppingCondition", "MaxPendingTimeInSeconds"): ("compute", "max_pending"),
+    ("RetryStrategy",): ("compute", "max_retry_attempts"),
+    ("OutputDataConfig", "KmsKeyId"): ("output_kms_key",),
     ("StoppingCondition", "MaxRuntimeInSeconds"): ("compute", "max_run"),
     ("StoppingCondition", "MaxWaitTimeInSeconds"): ("compute", "max_wait"),
     ("EnableManagedSpotTraining",): ("compute", "spot"),
@@ -54,6 +61,12 @@ _CHANNEL_FIELDS: dict[tuple[str, ...], Path_] = {
     ("InputMode",): ("mode",),
     ("DataSource", "S3DataSource", "S3Uri"): ("uri",),
     ("DataSource", "S3DataSource", "S3DataDistributionType"): ("distribution",),
+}
+# Inside one of compute.prefer's InstancePreferences: request member -> the field of compute.prefer[i].
+_PREFERENCE_FIELDS: dict[tuple[str, ...], Path_] = {
+    ("InstanceType",): ("instance_type",),
+    ("InstanceCount",): ("count",),
+    ("TrainingPlanArns",): ("training_plan",),
 }
 # The hyperparameters the SageMaker SDK adds, and the spec field each value comes from.
 _SDK_HYPERPARAMETERS: dict[str, Path_] = {
@@ -110,6 +123,9 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
             return ("output",) if path[2:] else ("inputs",)
         inner = _longest(_CHANNEL_FIELDS, path[2:])
         return ("inputs", name) + (inner[0] if inner else ())
+    if len(path) >= 3 and path[:2] == ("ResourceConfig", "InstancePreferences") and isinstance(path[2], int):
+        inner = _longest(_PREFERENCE_FIELDS, path[3:])
+        return ("compute", "prefer", path[2]) + (inner[0] if inner else ())
     if len(path) >= 3 and path[:2] == ("VpcConfig", "Subnets"):
         return ("network", "subnets", path[2])
     if len(path) >= 3 and path[:2] == ("VpcConfig", "SecurityGroupIds"):
@@ -127,6 +143,29 @@ def local_only_fields(spec: Spec) -> list[Path_]:
     if not spec.output.startswith("s3://"):
         fields.append(("output",))
     return fields
+
+
+# What SageMaker alone does with a field: a local run (`submit --local`) leaves it aside, with a note.
+_SAGEMAKER_ONLY: dict[Path_, str] = {
+    ("compute", "prefer"): "SageMaker's fallback list: a local run runs choice 1",
+    ("compute", "training_plan"): "reserved SageMaker capacity",
+    ("compute", "max_pending"): "how long SageMaker waits for capacity",
+    ("compute", "max_retry_attempts"): "SageMaker's retries after an internal error",
+    ("compute", "volume_kms_key"): "the key of SageMaker's EBS volume",
+    ("output_kms_key",): "the key SageMaker encrypts its S3 archives with",
+}
+
+
+def sagemaker_only_notes(spec: Spec) -> list[str]:
+    """One note per SageMaker-only capacity, retry or key field the spec sets, for a local run."""
+    notes = []
+    for path, what in _SAGEMAKER_ONLY.items():
+        node: Any = spec
+        for part in path:
+            node = getattr(node, str(part), None)
+        if node:
+            notes.append(f"{dotted(path)} ({what}) applies on SageMaker only; this local run ignores it")
+    return notes
 
 
 def _value_at(request: Mapping[str, Any], path: Path_) -> Any:

@@ -4,8 +4,12 @@ It holds every field the spec decides, as the SDK (v2, through smtrain.sagemaker
 the hyperparameters JSON-encoded, with the sagemaker_* ones the SDK adds for the strategy; the
 environment (the spec's and smtrain's SMTRAIN_* variables: Plan.environment), tags, resources,
 stopping condition, output, checkpoints, TensorBoard output, channels (with the code channel the SDK adds under network
-isolation), VPC, image, role, the Enable* flags and the metric definitions. It leaves out what the SDK alone decides and the
-spec cannot break (its own image URI, ProfilerConfig, EnableSageMakerMetricsTimeSeries). Two
+isolation), VPC, image, role, the Enable* flags, the metric definitions, retries, KMS keys, a training
+plan, and what the SDK cannot render (compute.prefer's InstancePreferences, MaxPendingTimeInSeconds:
+with_capacity() adds them to the SDK's request too). It leaves out what the SDK alone decides and the
+spec cannot break (the image URI of a version its own table knows, ProfilerConfig,
+EnableSageMakerMetricsTimeSeries); the image is there when the spec gives it or smtrain's table renders it
+(Plan.image_uri, smtrain.plan.tf_image_choice). Two
 values exist only at submit time: the job name's time and suffix and the bundle's sha256; the
 preview puts templates of the same length in their place. A test holds the preview equal to the
 SDK's rendering, field by field, so the two cannot drift apart.
@@ -75,6 +79,34 @@ def source_uri_template(output: str) -> str:
 def volume_size_gb(compute: ComputeSpec) -> int:
     """VolumeSizeInGB: the spec's bytes in whole GB (10^9), at least 1."""
     return max(1, compute.volume_size // 10**9)
+
+
+def instance_preferences(compute: ComputeSpec) -> list[dict[str, Any]] | None:
+    """ResourceConfig.InstancePreferences of compute.prefer, in order, each with its own InstanceCount (the
+    API takes a count per preference or one for the job, never both: smtrain always gives it per preference)."""
+    if not compute.prefer:
+        return None
+    out = []
+    for choice in compute.prefer:
+        entry: dict[str, Any] = {"InstanceType": choice.instance_type, "InstanceCount": choice.count}
+        if choice.training_plan:
+            entry["TrainingPlanArns"] = [choice.training_plan]
+        out.append(entry)
+    return out
+
+
+def with_capacity(request: dict[str, Any], preferences: list[dict[str, Any]] | None,
+                  max_pending: int | None) -> dict[str, Any]:
+    """What the SageMaker SDK v2 cannot render, added to a request it rendered (and to the preview): the
+    fallback list in place of InstanceType and InstanceCount, and StoppingCondition.MaxPendingTimeInSeconds."""
+    if preferences:
+        resources = request["ResourceConfig"]
+        resources.pop("InstanceType", None)
+        resources.pop("InstanceCount", None)
+        resources["InstancePreferences"] = [dict(p) for p in preferences]
+    if max_pending is not None:
+        request.setdefault("StoppingCondition", {})["MaxPendingTimeInSeconds"] = max_pending
+    return request
 
 
 def max_wait_seconds(compute: ComputeSpec) -> int | None:
@@ -186,6 +218,10 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
                                  "VolumeSizeInGB": volume_size_gb(c)}
     if c.keep_alive:
         resources["KeepAlivePeriodInSeconds"] = c.keep_alive
+    if c.volume_kms_key:
+        resources["VolumeKmsKeyId"] = c.volume_kms_key
+    if c.training_plan:
+        resources["TrainingPlanArn"] = c.training_plan
     stopping: dict[str, Any] = {"MaxRuntimeInSeconds": c.max_run}
     request: dict[str, Any] = {
         "TrainingJobName": name,
@@ -197,6 +233,10 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
         "StoppingCondition": stopping,
         "OutputDataConfig": {"S3OutputPath": spec.output.rstrip("/")},
     }
+    if spec.output_kms_key:
+        request["OutputDataConfig"]["KmsKeyId"] = spec.output_kms_key
+    if c.max_retry_attempts is not None:
+        request["RetryStrategy"] = {"MaximumRetryAttempts": c.max_retry_attempts}
     if c.spot:
         request["EnableManagedSpotTraining"] = True
         stopping["MaxWaitTimeInSeconds"] = max_wait_seconds(c)
@@ -221,4 +261,4 @@ def preview_request(plan: PlanLike, job_name: str | None = None, source_uri: str
         request["Environment"] = dict(plan.environment)
     if spec.tags:
         request["Tags"] = [{"Key": k, "Value": str(v)} for k, v in spec.tags.items()]
-    return request
+    return with_capacity(request, instance_preferences(c), c.max_pending)

@@ -70,6 +70,14 @@ def default_py_version(framework_version: str) -> str | None:
     return max(pys, key=_py_key) if pys else None
 
 
+def newest_registries() -> dict[str, str]:
+    """Region -> registry account of the newest TensorFlow training image the SDK knows: where AWS keeps the
+    images the SDK does not know yet (smtrain.plan.tf_images renders their URIs from it)."""
+    versions = _tf_training_table()["versions"]
+    newest = max((v for v in versions if versions[v].get("registries")), key=_version_key)
+    return dict(versions[newest]["registries"])
+
+
 def image_regions(framework_version: str) -> list[str]:
     """The regions the SDK has a TensorFlow `framework_version` training image in (it refuses any other)."""
     table = _tf_training_table()

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
-from smtrain.jobs import EventFiles, JobInfo, LogEvent, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
 from smtrain.redact import StreamMasker, remember
 from smtrain.sagemaker.aws import api_errors, boto_session, error_code, is_not_found
 
@@ -79,12 +79,42 @@ def job_from_description(d: dict[str, Any], region: str) -> JobInfo:
         name=name, backend="sagemaker", status=d["TrainingJobStatus"],
         secondary_status=d.get("SecondaryStatus"), created=d.get("CreationTime"),
         started=d.get("TrainingStartTime"), ended=d.get("TrainingEndTime"),
-        instance_type=resources.get("InstanceType"), instance_count=resources.get("InstanceCount"),
+        # A fallback list (compute.prefer) has no InstanceType: SageMaker names the type it picked.
+        instance_type=resources.get("SelectedInstanceType") or resources.get("InstanceType"),
+        instance_count=resources.get("SelectedInstanceCount") or resources.get("InstanceCount"),
         failure_reason=d.get("FailureReason"),
         model_artifacts=(d.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         console_url=console_url(region, name), logs_url=logs_url(region, name), region=region,
         extra={"arn": d.get("TrainingJobArn")},
+        billable_seconds=d.get("BillableTimeInSeconds"), training_seconds=d.get("TrainingTimeInSeconds"),
+        spot=d.get("EnableManagedSpotTraining"),
     )
+
+
+def listed(call: Callable[..., dict[str, Any]], key: str, limit: int, *, status: str | None = None,
+           name_contains: str | None = None, since: dt.datetime | None = None, **more: Any) -> list[dict[str, Any]]:
+    """Up to `limit` summaries (under `key`) of a SageMaker List* call, newest first, page after page;
+    `more` are the call's own parameters. Tuning jobs list the same way (smtrain.sagemaker.tuning_jobs)."""
+    kwargs: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending", **more}
+    if status:
+        kwargs["StatusEquals"] = status
+    if name_contains:
+        kwargs["NameContains"] = name_contains
+    if since:
+        kwargs["CreationTimeAfter"] = since
+    found: list[dict[str, Any]] = []
+    while len(found) < limit:
+        page = call(MaxResults=min(_LIST_PAGE_MAX, limit - len(found)), **kwargs)
+        found += page.get(key, [])
+        if not page.get("NextToken"):
+            break
+        kwargs["NextToken"] = page["NextToken"]
+    return found
+
+
+def newest_first(jobs: list[JobInfo], limit: int) -> list[JobInfo]:
+    epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return sorted(jobs, key=lambda j: j.created or epoch, reverse=True)[:limit]
 
 
 @dataclass
@@ -201,29 +231,24 @@ class SageMakerBackend:
             count = download(self._session.client("s3"), uri, target)
         return EventFiles(name, uri, target, count)
 
+    def metrics(self, name: str, host: str | None = None) -> JobMetrics:
+        """The job's metric series for `host` (default algo-1), one point per epoch, from CloudWatch."""
+        from smtrain.sagemaker.metric_series import read_metrics
+
+        description = self.description(name)
+        return read_metrics(self._session.client("cloudwatch"), description,
+                            job_from_description(description, self.region), host)
+
     def exists(self, name: str) -> bool:
         return self._description(name) is not None
 
     def list(self, *, status: str | None = None, name_contains: str | None = None,
              since: dt.datetime | None = None, limit: int = 20) -> list[JobInfo]:
-        kwargs: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
-        if status:
-            kwargs["StatusEquals"] = status
-        if name_contains:
-            kwargs["NameContains"] = name_contains
-        if since:
-            kwargs["CreationTimeAfter"] = since
-        found: list[JobInfo] = []
         with api_errors("list training jobs"):
-            while len(found) < limit:
-                page = self._sagemaker.list_training_jobs(MaxResults=min(_LIST_PAGE_MAX, limit - len(found)),
-                                                          **kwargs)
-                found += [job_from_description(s, self.region) for s in page.get("TrainingJobSummaries", [])]
-                if not page.get("NextToken"):
-                    break
-                kwargs["NextToken"] = page["NextToken"]
-        epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
-        return sorted(found, key=lambda j: j.created or epoch, reverse=True)[:limit]
+            found = [job_from_description(s, self.region) for s in listed(
+                self._sagemaker.list_training_jobs, "TrainingJobSummaries", limit, status=status,
+                name_contains=name_contains, since=since)]
+        return newest_first(found, limit)
 
     def stop(self, name: str) -> JobInfo:
         info = self.describe(name)

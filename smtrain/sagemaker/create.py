@@ -1,4 +1,4 @@
-"""CreateTrainingJob sent so that one submission never makes two jobs.
+"""CreateTrainingJob (and CreateHyperParameterTuningJob) sent so that one submission never makes two jobs.
 
 botocore's retries would resend CreateTrainingJob after a read timeout or a 5xx, when the first
 request may well have created the job. So the client that sends it has botocore's retries off, and
@@ -53,10 +53,27 @@ def _ambiguous(exc: BaseException) -> bool:
     return isinstance(exc, bx.ClientError) and status is not None and status >= 500
 
 
-def job_arn(describe_client: Any, name: str) -> str | None:
-    """The ARN of training job `name`, None if SageMaker does not know it."""
+@dataclass(frozen=True)
+class JobKind:
+    """What differs between creating a training job and a tuning job: the API's names."""
+
+    operation: str  # CreateTrainingJob
+    name_key: str  # TrainingJobName
+    arn_key: str  # TrainingJobArn
+    create: str  # the boto3 method: create_training_job
+    describe: str  # describe_training_job
+
+
+TRAINING = JobKind("CreateTrainingJob", "TrainingJobName", "TrainingJobArn", "create_training_job",
+                   "describe_training_job")
+TUNING = JobKind("CreateHyperParameterTuningJob", "HyperParameterTuningJobName", "HyperParameterTuningJobArn",
+                 "create_hyper_parameter_tuning_job", "describe_hyper_parameter_tuning_job")
+
+
+def job_arn(describe_client: Any, name: str, kind: JobKind = TRAINING) -> str | None:
+    """The ARN of job `name`, None if SageMaker does not know it."""
     try:
-        return describe_client.describe_training_job(TrainingJobName=name)["TrainingJobArn"]
+        return getattr(describe_client, kind.describe)(**{kind.name_key: name})[kind.arn_key]
     except Exception as exc:
         if is_not_found(exc):
             return None
@@ -64,17 +81,18 @@ def job_arn(describe_client: Any, name: str) -> str | None:
 
 
 def create_training_job(create_client: Any, describe_client: Any, request: dict[str, Any], *,
-                        sleep: Callable[[float], None] = time.sleep) -> CreateOutcome:
-    """Send CreateTrainingJob `request`; at most one job results, whatever the network does.
+                        sleep: Callable[[float], None] = time.sleep, kind: JobKind = TRAINING) -> CreateOutcome:
+    """Send CreateTrainingJob `request` (or the create of another `kind`); at most one job results,
+    whatever the network does.
 
     `create_client` must have botocore's retries switched off (total_max_attempts=1).
     """
-    name = request["TrainingJobName"]
+    name = request[kind.name_key]
     throttled = ambiguous = 0
     while True:
         try:
-            response = create_client.create_training_job(**request)
-            return CreateOutcome(response.get("TrainingJobArn"), throttled + ambiguous + 1, False)
+            response = getattr(create_client, kind.create)(**request)
+            return CreateOutcome(response.get(kind.arn_key), throttled + ambiguous + 1, False)
         except Exception as exc:
             code = error_code(exc)
             if code in THROTTLING_CODES and throttled + 1 < MAX_THROTTLED_ATTEMPTS:
@@ -83,16 +101,16 @@ def create_training_job(create_client: Any, describe_client: Any, request: dict[
                 continue
             if code == "ResourceInUse" and ambiguous:
                 # An earlier attempt whose answer was lost created it.
-                arn = job_arn(describe_client, name)
+                arn = job_arn(describe_client, name, kind)
                 return CreateOutcome(arn, throttled + ambiguous + 1, True)
             if not _ambiguous(exc):
                 raise
             ambiguous += 1
             try:
-                arn = job_arn(describe_client, name)
+                arn = job_arn(describe_client, name, kind)
             except Exception:
                 raise UserError(
-                    f"CreateTrainingJob for {name} failed ambiguously ({type(exc).__name__}) and the job could "
+                    f"{kind.operation} for {name} failed ambiguously ({type(exc).__name__}) and the job could "
                     f"not be looked up: run `smtrain status {name}` before submitting again", exit_codes.API,
                 ) from exc
             if arn is not None:

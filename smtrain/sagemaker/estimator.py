@@ -23,9 +23,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from smtrain.plan.request_preview import with_capacity
+from smtrain.plan.tf_images import image_uri, load_table
 from smtrain.plan.tf_versions import default_py_version, tf_py_versions
 from smtrain.spec.patterns import JOB_NAME
 
@@ -94,6 +96,16 @@ class EstimatorSpec:
     # <tensorboard_s3_uri>/<job>/tensorboard-output/ while the job runs.
     tensorboard_s3_uri: str | None = None
     tensorboard_local_path: str | None = None
+    # Rendered by the SDK: RetryStrategy, OutputDataConfig.KmsKeyId, ResourceConfig.VolumeKmsKeyId and
+    # .TrainingPlanArn.
+    max_retry_attempts: int | None = None
+    output_kms_key: str | None = None
+    volume_kms_key: str | None = None
+    training_plan: str | None = None
+    # Not known to the SDK v2, added to its request by the session (see SmtrainSession.capacity): the
+    # fallback list replaces instance_type/instance_count (the SDK still needs them: the first choice).
+    instance_preferences: tuple[dict, ...] | None = None
+    max_pending: int | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,6 +204,15 @@ def _session_classes() -> tuple[type, type]:
 
         # Set by make_session for real submits: a SageMaker client with botocore's retries off.
         create_client: Any = None
+        # Set by build_estimator: what the SDK v2 cannot render (compute.prefer's InstancePreferences,
+        # MaxPendingTimeInSeconds), added to its CreateTrainingJob request here, where the dry run
+        # captures it and the real session sends it: one dict for both.
+        capacity: tuple[list[dict] | None, int | None] = (None, None)
+
+        def _completed(self, request: dict, func_name: str | None) -> dict:
+            if func_name != "train" or self.capacity == (None, None):
+                return request
+            return with_capacity(copy.deepcopy(request), *self.capacity)
 
         def _initialize(self, *args: Any, **kwargs: Any) -> None:
             self.sent: list[dict] = []
@@ -205,14 +226,16 @@ def _session_classes() -> tuple[type, type]:
                     sm_session.load_sagemaker_config = original
 
         def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> Any:
+            request = self._completed(request, func_name)
             # The SDK's own `create` would send CreateTrainingJob through a client that retries
             # blindly (and log an error line of its own on failure): send it the safe way instead.
-            if func_name != "train" or self.create_client is None:
+            if func_name not in ("train", "create_tuning_job") or self.create_client is None:
                 return create(request)
-            from smtrain.sagemaker.create import create_training_job
+            from smtrain.sagemaker.create import TRAINING, TUNING, create_training_job
 
             self.sent.append(copy.deepcopy(request))
-            self.created = create_training_job(self.create_client, self.sagemaker_client, request)
+            kind = TRAINING if func_name == "train" else TUNING  # tuning: smtrain.sagemaker.tuning
+            self.created = create_training_job(self.create_client, self.sagemaker_client, request, kind=kind)
             return None
 
     class DryRunSession(SmtrainSession):
@@ -228,7 +251,7 @@ def _session_classes() -> tuple[type, type]:
 
         def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> None:
             # A copy: the SDK keeps references to parts of the request in the estimator.
-            self.captured.append((func_name, copy.deepcopy(request)))
+            self.captured.append((func_name, copy.deepcopy(self._completed(request, func_name))))
             return None
 
         # fit(wait=False) never waits; these guard the paths that force a wait anyway.
@@ -368,6 +391,16 @@ def _check_spec(spec: EstimatorSpec) -> None:
             raise ValueError("multi_worker_mirrored_strategy needs framework_version (>= 2.9)")
 
 
+def _with_table_image(spec: EstimatorSpec) -> EstimatorSpec:
+    """A version the SDK has no image for but smtrain's table has (2.21): its image, rendered for the region,
+    goes to the SDK as image_uri (a plan has done this already; this covers specs built another way)."""
+    if spec.image_uri or spec.framework_version in tf_py_versions():
+        return spec
+    row = load_table().find(spec.framework_version)
+    uri = image_uri(row, spec.region) if row else None
+    return replace(spec, image_uri=uri, py_version=spec.py_version or row.python) if row and uri else spec
+
+
 def _resolve_py_version(spec: EstimatorSpec) -> str | None:
     """The py_version to give the SDK; raises ValueError where it could not find an image."""
     if spec.image_uri:
@@ -415,6 +448,7 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
 
     Raises ValueError for settings the SDK rejects, with the reason.
     """
+    spec = _with_table_image(spec)
     _check_spec(spec)
     py_version = _resolve_py_version(spec)
     _import_sdk()
@@ -471,6 +505,10 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
         kwargs["keep_alive_period_in_seconds"] = spec.keep_alive_seconds
     if spec.container_log_level is not None:
         kwargs["container_log_level"] = spec.container_log_level
+    for name in ("max_retry_attempts", "output_kms_key", "volume_kms_key", "training_plan"):
+        if getattr(spec, name) is not None:
+            kwargs[name] = getattr(spec, name)
+    session.capacity = (list(spec.instance_preferences) if spec.instance_preferences else None, spec.max_pending)
 
     try:
         with _default_boto_session(session.boto_session):

@@ -16,6 +16,7 @@ from smtrain.plan.request_limits import request_problems
 from smtrain.plan.request_preview import (
     CHECKPOINT_LOCAL_PATH,
     TENSORBOARD_LOCAL_PATH,
+    instance_preferences,
     max_wait_seconds,
     metric_definitions,
     tensorboard_s3_path,
@@ -65,6 +66,12 @@ def estimator_spec(request: Request) -> Any:
                 for name, ch in spec.inputs.items()},
         tensorboard_s3_uri=tensorboard,
         tensorboard_local_path=TENSORBOARD_LOCAL_PATH if tensorboard else None,
+        max_retry_attempts=c.max_retry_attempts,
+        output_kms_key=spec.output_kms_key,
+        volume_kms_key=c.volume_kms_key,
+        training_plan=c.training_plan,
+        instance_preferences=tuple(instance_preferences(c) or ()) or None,
+        max_pending=c.max_pending,
     )
 
 
@@ -127,7 +134,7 @@ class Submitted:
         name, flag = self.job_name, self.region_flag
         return {
             "job_name": name, "arn": self.arn, "region": self.region, "status": "InProgress",
-            "upload": self.upload.to_dict(),
+            "upload": {**self.upload.to_dict(), "git": self.request.git_summary()},  # code.git: what runs
             "console_url": console_url(self.region, name), "logs_url": logs_url(self.region, name),
             "commands": {verb: reattach_command(*words, region=flag) for verb, words in (
                 ("status", ("status", name)), ("logs", ("logs", name, "--follow")), ("wait", ("wait", name)),

@@ -4,6 +4,8 @@
     yaml_source.py  YAML node graph -> plain data plus a SourceMap of positions; ${VAR} expansion; the
                     caps on depth, values and text; only the standard tags
     model.py        the pydantic models of the spec, --set overrides, load_spec(), cross-field rules
+    capacity.py     compute.prefer's rules that need no catalog (not with spot, instance_type, nodes or a
+                    job-level training plan; each type once)
     fields.py       the value types of the fields (whole numbers, finite numbers, flags, sizes, durations,
                     checked text) and the JSON Schema part each one brings
     patterns.py     the text patterns (names, ARNs, regions, URIs, image references), matched whole
@@ -12,6 +14,8 @@
     units.py        sizes (GB, GiB), durations (90m, 6h, 1d), --since values
     script_args.py  the options a script's argparse declares and how it parses, read with ast
     starter.py      `smtrain init`: a commented starting spec for an existing script
+    tuning.py       the `tuning:` section (TuningSpec): objective, strategy, limits, ranges checked against
+                    the tuned field's own rules; trial_overrides() for one trial's spec
 
 May import: the shared modules (smtrain.errors, exit_codes, aws_config; redact, to register the spec's
 secrets as soon as it is read). Nothing else of smtrain.

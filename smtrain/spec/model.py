@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 from smtrain.aws_config import default_region
 from smtrain.redact import remember
 from smtrain.spec import patterns
+from smtrain.spec.capacity import capacity_problems
 from smtrain.spec.fields import (
     AS_WRITTEN,
     LINE_CHARS,
@@ -45,6 +46,7 @@ from smtrain.spec.fields import (
 )
 from smtrain.spec.problems import Path_, Problem, SpecError, brief
 from smtrain.spec.spec_file import read_spec_text
+from smtrain.spec.tuning import TuningSpec, tuning_problems
 from smtrain.spec.units import format_duration
 from smtrain.spec.yaml_source import SourceMap, load_yaml
 
@@ -74,12 +76,27 @@ class TensorFlowSpec(_Model):
     # Unquoted, YAML reads 2.10 as a number: the loader takes the text as written, so may an editor.
     version: Annotated[checked("a version", patterns.TF_VERSION, 'such as "2.19"'), AS_WRITTEN,
                        WithJsonSchema({"anyOf": [patterns.TF_VERSION.json_schema(), {"type": "number"}]})] | None = Field(
-        None, description="SageMaker TensorFlow training image version, e.g. \"2.19\"")
+        None, description="SageMaker TensorFlow training image version, e.g. \"2.21\"; default: the newest image "
+        "AWS still patches (README \"TensorFlow versions and images\")")
     python: checked("a Python tag", patterns.PYTHON_TAG, "such as py310 or py312") | None = Field(
         None, description="py310, py312, ...; inferred from version when omitted")
     image_uri: checked("an image reference", patterns.IMAGE_URI, "write registry/repository[:tag][@sha256:digest], "
                        "such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-image:1.0") | None = Field(
         None, description="a training image URI to use instead of SageMaker's")
+
+
+KmsKey = checked("a KMS key", patterns.KMS_KEY, "a key id, key ARN, alias/NAME or alias ARN")
+TrainingPlan = checked("a training plan ARN", patterns.TRAINING_PLAN,
+                       "write arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME")
+
+
+class PreferSpec(_Model):
+    """One entry of compute.prefer: an instance type and how many of it (ResourceConfig.InstancePreferences)."""
+
+    instance_type: Line = Field(description="an ml.* instance type of the catalog")
+    count: whole(1, 100) = Field(1, description="instances of this type if it is the one that runs")
+    training_plan: TrainingPlan | None = Field(
+        None, description="a training plan reserving this type (the preference's TrainingPlanArns)")
 
 
 class ComputeSpec(_Model):
@@ -96,6 +113,15 @@ class ComputeSpec(_Model):
     keep_alive: duration() = Field(0, description="warm-pool keep-alive period")
     allow_cpu: Flag = Field(False, description="let a job on a GPU instance run when TensorFlow sees no GPU "
                             "(by default it fails at once, naming the likely cause)")
+    prefer: tuple[PreferSpec, ...] | None = Field(
+        None, description="ordered fallback list of {instance_type, count}: SageMaker runs the first with "
+        "capacity (InstancePreferences); instead of instance_type and nodes, not with spot")
+    training_plan: TrainingPlan | None = Field(None, description="ResourceConfig.TrainingPlanArn: reserved capacity")
+    max_pending: duration(1800, 2419200) | None = Field(
+        None, description="MaxPendingTimeInSeconds: how long the job may wait for capacity (30m to 28d)")
+    max_retry_attempts: whole(1, 30) | None = Field(
+        None, description="RetryStrategy.MaximumRetryAttempts: retries after an internal server error")
+    volume_kms_key: KmsKey | None = Field(None, description="ResourceConfig.VolumeKmsKeyId: encrypts the EBS volume")
 
 
 class DistributionSpec(_Model):
@@ -137,9 +163,26 @@ class ChannelSpec(_Model):
     distribution: Literal["FullyReplicated", "ShardedByS3Key"] | None = None
 
 
+class GitSpec(_Model):
+    """Code from a git repository, cloned here first and bundled as a source_dir (smtrain.plan.git_source)."""
+
+    repository: Line = Field(description="a git URL (https://, ssh://, git@host:path, file://) or a local path "
+                             "relative to this file")
+    branch: checked("a branch name", patterns.GIT_BRANCH, "a git branch name, such as main") | None = Field(
+        None, description="the branch to take (its newest commit, resolved once per run); default: the "
+                          "repository's default branch")
+    # Unquoted, YAML reads 1234567 as a number: the loader takes the text as written.
+    commit: Annotated[checked("a commit", patterns.GIT_COMMIT, "7 to 40 hex digits"), AS_WRITTEN,
+                      WithJsonSchema({"anyOf": [patterns.GIT_COMMIT.json_schema(), {"type": "integer"}]})] | None = Field(
+        None, description="the exact commit (7-40 hex digits) instead of a branch")
+    directory: Line | None = Field(None, description="the code's directory inside the repository; default: its root")
+
+
 class CodeSpec(_Model):
     source_dir: Line | None = Field(None, description="your code, relative to this file")
-    entry_point: Line | None = Field(None, description="a script in source_dir; default: the bundled entrypoint")
+    git: GitSpec | None = Field(None, description="your code from a git repository, instead of source_dir")
+    entry_point: Line | None = Field(None, description="a script in source_dir (or code.git's directory); "
+                                     "default: the bundled entrypoint")
     wrap: Flag = Field(False, description="run entry_point unchanged inside the strategy smtrain picks "
                        "(Mirrored, MultiWorkerMirrored); its model.fit goes through smtrain's loop where Keras needs it")
     wrap_batch: Literal["per_replica", "global"] = Field(
@@ -167,13 +210,15 @@ class Spec(_Model):
                   "characters within SageMaker's 63), starting and ending with a letter or digit")
     role: checked("an IAM role ARN", patterns.ROLE, "write the full ARN, arn:aws:iam::123456789012:role/NAME")
     region: checked("an AWS region", patterns.REGION, "such as us-east-1") | None = None
-    tensorflow: TensorFlowSpec
+    tensorflow: TensorFlowSpec = Field(default_factory=TensorFlowSpec)
     compute: ComputeSpec = Field(default_factory=ComputeSpec)
     distribution: DistributionSpec = Field(default_factory=DistributionSpec)
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     code: CodeSpec = Field(default_factory=CodeSpec)
     inputs: dict[ChannelName, ChannelSpec] = Field(default_factory=dict, description="channel name -> URI or {uri, mode}")
     output: DataUri = Field(description="where model, output and code go (s3://, or local for --local)")
+    output_kms_key: KmsKey | None = Field(None, description="OutputDataConfig.KmsKeyId: encrypts the model "
+                                          "and output archives SageMaker writes to output")
     checkpoints: S3Uri | None = Field(None, description="checkpoint S3 URI; required when compute.spot is true")
     tensorboard: S3UriOrOff | None = Field(
         None, description="where SageMaker keeps the job's TensorBoard event files (an S3 URI: its "
@@ -187,6 +232,7 @@ class Spec(_Model):
     environment: dict[EnvName, Text] = Field(default_factory=dict)
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
     network: NetworkSpec = Field(default_factory=NetworkSpec)
+    tuning: TuningSpec | None = Field(None, description="a hyperparameter tuning job over this job (smtrain tune)")
 
 
 @dataclass(frozen=True)
@@ -264,6 +310,13 @@ def _submodel(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     if getattr(annotation, "__origin__", None) is dict and len(args) == 2:
         inner, _ = _submodel(args[1])
         return inner, True
+    if getattr(annotation, "__origin__", None) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        # A list of models (compute.prefer): an index leads to each one, as a key does in a mapping.
+        inner, _ = _submodel(args[0])
+        return inner, True
+    if isinstance(annotation, types.UnionType) and type(None) in args and len(args) == 2:
+        # An optional section (`tuning: TuningSpec | None`) holds its model like a required one.
+        return _submodel(next(a for a in args if a is not type(None)))
     return None, False
 
 
@@ -312,9 +365,7 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     """Rules that tie several fields together; the plan checks the ones that need the catalog."""
     spec, out = loaded.spec, []
     c = spec.compute
-    if spec.tensorflow.version is None and spec.tensorflow.image_uri is None:
-        out.append(loaded.problem(("tensorflow",), "give tensorflow.version (such as \"2.19\") or "
-                                                   "tensorflow.image_uri"))
+    # Neither tensorflow.version nor image_uri: the plan picks the newest image AWS still patches.
     if c.spot and spec.checkpoints is None:
         out.append(loaded.problem(("compute", "spot"), "spot training needs `checkpoints: s3://...` so that an "
                                   "interrupted job resumes instead of starting over"))
@@ -340,24 +391,54 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
         for key in clash:
             out.append(loaded.problem(("hyperparameters", key), f"'{key}' is a training field: set training.{key}"))
     out += _wrap_problems(loaded)
+    out += capacity_problems(spec.compute, loaded.problem)
+    out += tuning_problems(loaded)
     if code.source_dir is not None:
         src = loaded.path(code.source_dir)
         if not src.is_dir():
             out.append(loaded.problem(("code", "source_dir"), f"directory not found: {code.source_dir}"))
         else:
-            if code.entry_point and not (src / code.entry_point).is_file():
-                out.append(loaded.problem(("code", "entry_point"), f"{code.entry_point} not found in source_dir"))
-            if code.requirements and not (src / code.requirements).is_file():
-                out.append(loaded.problem(("code", "requirements"), f"{code.requirements} not found in source_dir"))
-    elif code.entry_point or code.requirements:
+            out += code_file_problems(loaded, src, "source_dir")
+    elif code.git is None and (code.entry_point or code.requirements):
         field = "entry_point" if code.entry_point else "requirements"
-        out.append(loaded.problem(("code", field), "needs code.source_dir"))
-    if "/" not in spec.training.model and ":" in spec.training.model and code.source_dir is None:
+        out.append(loaded.problem(("code", field), "needs code.source_dir (or code.git)"))
+    out += _git_problems(loaded)
+    no_code = code.source_dir is None and code.git is None
+    if "/" not in spec.training.model and ":" in spec.training.model and no_code:
         out.append(loaded.problem(("training", "model"), "a module:function model lives in your code: "
-                                  "set code.source_dir"))
-    if ":" in spec.training.data and code.source_dir is None:
+                                  "set code.source_dir (or code.git)"))
+    if ":" in spec.training.data and no_code:
         out.append(loaded.problem(("training", "data"), "a module:function data hook lives in your code: "
-                                  "set code.source_dir"))
+                                  "set code.source_dir (or code.git)"))
+    return out
+
+
+def code_file_problems(loaded: LoadedSpec, src: Path, where: str) -> list[Problem]:
+    """code.entry_point and code.requirements must be files in the code directory `src` (named `where`)."""
+    code, out = loaded.spec.code, []
+    if code.entry_point and not (src / code.entry_point).is_file():
+        out.append(loaded.problem(("code", "entry_point"), f"{code.entry_point} not found in {where}"))
+    if code.requirements and not (src / code.requirements).is_file():
+        out.append(loaded.problem(("code", "requirements"), f"{code.requirements} not found in {where}"))
+    return out
+
+
+def _git_problems(loaded: LoadedSpec) -> list[Problem]:
+    """code.git's own rules; what needs the repository is checked when the plan clones it."""
+    code = loaded.spec.code
+    git, out = code.git, []
+    if git is None:
+        return out
+    if code.source_dir is not None:
+        out.append(loaded.problem(("code", "git"), "give code.source_dir or code.git, not both"))
+    if git.branch is not None and git.commit is not None:
+        out.append(loaded.problem(("code", "git", "commit"), "give code.git.branch or code.git.commit, not both "
+                                  "(a commit is exact; a branch is resolved to its newest commit)"))
+    if git.directory is not None:
+        parts = Path(git.directory).parts
+        if Path(git.directory).is_absolute() or ".." in parts or "\\" in git.directory:
+            out.append(loaded.problem(("code", "git", "directory"), "write a directory inside the repository, "
+                                      "relative to its root, such as training/src"))
     return out
 
 

@@ -62,6 +62,18 @@ DATA_SOURCE = Pattern(r"channels|synthetic|[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Z
 # A metric as the metric line names it (`name=value`): Keras's names, letters, digits and _.
 METRIC_NAME = Pattern(r"[A-Za-z_][A-Za-z0-9_]*", max_length=64)
 TF_VERSION = Pattern(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
+# code.git: a commit as 7 to 40 hex digits (git's shortest abbreviation is 4; 7 is what it prints).
+GIT_COMMIT = Pattern(r"[0-9a-fA-F]{7,40}")
+# code.git.branch: git check-ref-format's rules for a branch, roughly: no space, control character or
+# ~^:?*[\\, no "..", "@{" or "//", not starting with "-" (never read as an option) or "/", not ending with
+# "/", "." or ".lock".
+GIT_BRANCH = Pattern(r"(?!-)(?!/)(?!.*\.\.)(?!.*@\{)(?!.*//)(?!.*(?:/|\.|\.lock)$)[^\x00-\x20\x7f~^:?*\[\\]+",
+                     max_length=255)
+# CreateTrainingJob's KmsKeyId (OutputDataConfig, ResourceConfig.VolumeKmsKeyId): a key id, key ARN, alias
+# or alias ARN, `[a-zA-Z0-9:/_-]*` up to 2048 in botocore's model (empty refused: leave the field out).
+KMS_KEY = Pattern(r"[a-zA-Z0-9:/_-]+", max_length=2048)
+# ResourceConfig.TrainingPlanArn in botocore's model: arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.*
+TRAINING_PLAN = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:training-plan/[^\s]+", max_length=2048)
 # registry/repository[:tag][@sha256:digest], as Docker and ECR read an image reference; the
 # registry is a host name with a dot or a port (or localhost), so "a b" or "ubuntu" is refused.
 IMAGE_URI = Pattern(

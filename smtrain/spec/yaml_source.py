@@ -330,8 +330,8 @@ def load_yaml(text: str, source: str, env: Mapping[str, str]) -> tuple[dict[str,
         try:
             root = loader.get_single_node()
             if root is None or (isinstance(root, yaml.ScalarNode) and root.value.strip() in ("", "~", "null")):
-                raise SpecError([Problem((), "the file is empty: a job spec needs at least name, role, "
-                                             "tensorflow and output", Location(source))])
+                raise SpecError([Problem((), "the file is empty: a job spec needs at least name, role "
+                                             "and output", Location(source))])
             if not isinstance(root, yaml.MappingNode):
                 kind = "a list" if isinstance(root, yaml.SequenceNode) else "a single value"
                 raise SpecError([Problem((), f"the top level must be a mapping (name: ..., role: ...), "

@@ -135,6 +135,9 @@ def test_documented_submit_keys_are_what_submit_prints() -> None:
         class bundle:  # noqa: N801
             sha256, size = "0" * 64, 1
 
+        def git_summary(self) -> None:
+            return None
+
     printed = local_submitted(Request(), JobInfo(name="j", backend="local", status="Completed"))
     assert documented_keys("submit") == set(printed)
 

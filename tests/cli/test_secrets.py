@@ -182,7 +182,7 @@ BROKEN_PLAN = """
 import sys
 import smtrain.plan.build as build
 
-def broken(loaded, catalog):
+def broken(loaded, catalog, *args, **kwargs):
     raise RuntimeError("cannot plan with " + loaded.spec.environment["DB_PASSWORD"])
 
 build.build_plan = broken

@@ -17,7 +17,7 @@ def no_aws(tmp_path: Path) -> dict[str, str]:
             "HOME": str(tmp_path)}
 
 
-@pytest.mark.parametrize("command", [["status"], ["logs"], ["wait"], ["stop"], ["tensorboard"]])
+@pytest.mark.parametrize("command", [["status"], ["logs"], ["wait"], ["stop"], ["tensorboard"], ["metrics"]])
 def test_an_unknown_job_is_named_as_unknown_with_exit_4(no_aws: dict[str, str], command: list[str]) -> None:
     proc = smtrain(*command, "no-such-job", env=no_aws)
     assert proc.returncode == 4, proc.stderr

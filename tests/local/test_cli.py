@@ -18,7 +18,7 @@ from tests.support.cli_runner import smtrain
 
 JOB_KEYS = set(JobInfo(name="x", backend="local", status="Completed").to_dict())
 SUBMIT_KEYS = {"job_name", "arn", "region", "status", "upload", "console_url", "logs_url", "commands", "job",
-               "preflight"}
+               "preflight", "metrics"}
 
 
 @pytest.fixture
@@ -42,6 +42,10 @@ def test_submit_local_trains_the_demo_spec_and_every_job_command_sees_it(local_e
     job = submitted["job"]
     assert set(job) == JOB_KEYS and job["status"] == "Completed" and job["backend"] == "local"
     assert "[algo-1] epoch=2 " in proc.stderr and "[algo-2] " in proc.stderr
+    # The run ends with its metrics summary: the chief's last epoch, read from its log as SageMaker would.
+    summary = submitted["metrics"]
+    assert summary["host"] == "algo-1" and summary["epochs"] == 2 and summary["last_epoch"]["epoch"] == 2
+    assert {"train:loss", "validation:accuracy"} <= set(summary["last_epoch"]["values"]), summary
     assert Path(job["model_artifacts"]).is_file()
     status = smtrain("status", job["name"], "--output", "json", env=local_env)
     assert status.returncode == 0 and json.loads(status.stdout) == job

@@ -13,23 +13,24 @@ A100x8 = ("--set", "compute.gpu=A100", "--set", "compute.gpus_per_node=8")
 
 
 def test_instances_filter_matching_nothing_is_a_usage_error() -> None:
-    proc = smtrain("instances", "--gpu", "B200")
+    proc = smtrain("instances", "--gpu", "MI300X")
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
-    assert "no instance type matches --gpu B200" in proc.stderr
-    assert "GPU models available: V100, A100, H100, H200, T4, A10G, L4, L40S" in proc.stderr
+    assert "no instance type matches --gpu MI300X" in proc.stderr
+    assert ("GPU models available: V100, A100, H100, H200, T4, A10G, L4, L40S, B200, B300, RTX PRO 4500, "
+            "RTX PRO Server 6000") in proc.stderr
     assert "Traceback" not in proc.stderr
 
-    as_json = smtrain("instances", "--gpu", "B200", "-o", "json")
+    as_json = smtrain("instances", "--gpu", "MI300X", "-o", "json")
     assert as_json.returncode == 2 and as_json.stdout == ""
 
     proc = smtrain("instances", "--gpu", "A100", "--gpus", "16")
     assert proc.returncode == 2
     assert "--gpu A100 --gpus 16" in proc.stderr and "the most is 8" in proc.stderr
 
-    proc = smtrain("instances", "--min-gpu-memory", "200GB")
+    proc = smtrain("instances", "--min-gpu-memory", "300GB")
     assert proc.returncode == 2
-    assert "--min-gpu-memory 200GB" in proc.stderr and "the most is 141GiB (ml.p5e" in proc.stderr
+    assert "--min-gpu-memory 300GB" in proc.stderr and "the most is 268.6GiB (ml.p6-b300" in proc.stderr
 
 
 def test_instances_min_gpu_memory_in_gib() -> None:

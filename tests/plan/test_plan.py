@@ -130,11 +130,11 @@ def test_processes_per_host_above_gpus(tmp_path):
 
 
 def test_unknown_tf_version_needs_image_uri(tmp_path):
-    out = refused(tmp_path, {"tensorflow": {"version": "2.21"}, "compute": {"instance_type": "ml.g5.xlarge"}})
-    assert any("no TensorFlow training image 2.21" in p and "image_uri" in p for p in out)
-    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.21", "image_uri": "example.invalid/tf:2.21-gpu"},
+    out = refused(tmp_path, {"tensorflow": {"version": "2.20"}, "compute": {"instance_type": "ml.g5.xlarge"}})
+    assert any("no TensorFlow 2.20 training image" in p and "image_uri" in p for p in out)
+    plan = plan_for(tmp_path, {"tensorflow": {"version": "2.20", "image_uri": "example.invalid/tf:2.20-gpu"},
                                "compute": {"instance_type": "ml.g5.xlarge"}})
-    assert plan.framework_version == "2.21" and plan.image_uri
+    assert plan.framework_version == "2.20" and plan.image_uri == "example.invalid/tf:2.20-gpu"
 
 
 def test_python_inferred_and_checked(tmp_path):

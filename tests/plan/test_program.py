@@ -239,7 +239,7 @@ def test_plan_shows_the_wraps_rate_rule_and_a_global_batch(tmp_path):
 # --- the SDK's image table ---------------------------------------------------------------------------------
 
 def test_a_region_without_the_sdks_image_is_refused_at_the_region(tmp_path):
-    out = refused(tmp_path, {"region": "eu-west-9"})
+    out = refused(tmp_path, {"region": "eu-west-9", "tensorflow": {"version": "2.19"}})
     assert len(out) == 1 and f"{tmp_path / 'job.yaml'}:3:9: region: the SageMaker SDK has no TensorFlow 2.19 " \
         "training image in eu-west-9" in out[0] and "us-east-1" in out[0]
     # An image of one's own needs no entry in the SDK's table.

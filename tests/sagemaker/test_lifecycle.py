@@ -30,7 +30,7 @@ moto_session = moto_server.moto_session
 aws = moto_server.aws
 
 JOB_KEYS = {"name", "backend", "status", "secondary_status", "created", "started", "ended", "instance_type",
-            "instance_count", "failure_reason", "model_artifacts", "console_url", "logs_url", "region"}
+            "instance_count", "failure_reason", "model_artifacts", "console_url", "logs_url", "region", "cost"}
 
 
 def _popen(server: MotoServer, tmp_path, *args: str) -> subprocess.Popen[str]:
@@ -232,7 +232,7 @@ def test_jobs_of_the_local_backend_are_found_first(monkeypatch):
             return local_job
 
     monkeypatch.setattr(backends, "local_module", lambda: SimpleNamespace(LocalBackend=FakeLocal))
-    monkeypatch.setattr(backends, "sagemaker_backend", lambda region: ("sagemaker", region))
+    monkeypatch.setattr(backends, "sagemaker_backend", lambda region, **_: ("sagemaker", region))
     assert backends.backend_for_job("local-1", None).describe("local-1") is local_job
     assert backends.backend_for_job("remote-1", "eu-west-1") == ("sagemaker", "eu-west-1")
     assert isinstance(backends.local_backend(), FakeLocal)
@@ -254,7 +254,7 @@ def test_lifecycle_help_documents_the_options():
             assert re.search(rf"(^|\s){re.escape(word)}\b", proc.stdout), (command, word)
 
 
-@pytest.mark.parametrize("command", ["status", "list", "logs", "wait", "stop"])
+@pytest.mark.parametrize("command", ["status", "list", "logs", "wait", "stop", "metrics"])
 def test_lifecycle_help_imports_nothing_heavy(command):
     proc = subprocess.run([sys.executable, "-c", PROBE % (HEAVY,), command, "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

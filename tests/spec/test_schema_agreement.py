@@ -112,7 +112,7 @@ def with_section(extra: str) -> str:
 
 
 VALID_TEXTS = {name: with_section(extra) for name, extra in VALID.items()}
-VALID_TEXTS["unquoted-version"] = BASE.replace('"2.19"', "2.10")
+VALID_TEXTS["unquoted-version"] = BASE.replace('"2.21"', "2.10")
 for path in sorted((ROOT / "configs").glob("*.yaml")):
     VALID_TEXTS[f"configs/{path.name}"] = path.read_text(encoding="utf-8")
 

@@ -179,8 +179,8 @@ def test_cross_field_rules(tmp_path):
     assert any("set training.epochs" in p for p in out)
     out = problems(tmp_path, GOOD, overrides=["hyperparameters={sagemaker_program: x}"])
     assert any("SageMaker's own" in p for p in out)
-    out = problems(tmp_path, GOOD, overrides=["tensorflow.version=null"])
-    assert any("tensorflow.version" in p and "image_uri" in p for p in out)
+    # Neither version nor image_uri: the spec is fine, the plan gives it the newest patched image.
+    assert load_text(tmp_path, GOOD, overrides=["tensorflow.version=null"]).spec.tensorflow.version is None
 
 
 def test_code_paths_are_checked_relative_to_the_spec(tmp_path):

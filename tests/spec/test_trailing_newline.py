@@ -26,6 +26,8 @@ from tests.support.specfiles import BASE, merged
 NL = "<NL>"  # where the newline goes in a sample
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-image:1.0"
 VPC = {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"]}
+GIT = "https://example.com/team/models.git"
+TUNING = {"objective": "validation:accuracy", "ranges": {"training.learning_rate": {"min": 0.001, "max": 0.1}}}
 
 # Every pattern-checked place in the schema: a valid sample for it, and the field a newline there is
 # refused at (None: the text is read into a number, so no newline can remain).
@@ -46,6 +48,13 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "compute.max_wait": ({"compute": {"spot": True, "max_wait": "6h<NL>", "max_run": "1h"},
                           "checkpoints": "s3://my-bucket/ck"}, None),
     "compute.keep_alive": ({"compute": {"keep_alive": "0<NL>"}}, None),
+    "compute.max_pending": ({"compute": {"max_pending": "2h<NL>"}}, None),
+    "compute.max_retry_attempts": ({"compute": {"max_retry_attempts": "3<NL>"}}, None),
+    "compute.training_plan": ({"compute": {"training_plan": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
+                                                            "p5<NL>"}}, "compute.training_plan"),
+    "compute.volume_kms_key": ({"compute": {"instance_type": "ml.p3.2xlarge", "volume_kms_key": "alias/v<NL>"}},
+                               "compute.volume_kms_key"),
+    "output_kms_key": ({"output_kms_key": "alias/o<NL>"}, "output_kms_key"),
     "distribution.processes_per_host": ({"distribution": {"processes_per_host": "1<NL>"}}, None),
     "distribution.mpi_options": ({"distribution": {"mpi_options": "-x A=1<NL>"}}, "distribution.mpi_options"),
     "training.model": ({"training": {"model": "mlp<NL>"}}, "training.model"),
@@ -63,6 +72,20 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "code.requirements": ({"code": {"source_dir": "src", "requirements": "req.txt<NL>"}}, "code.requirements"),
     "code.allow_secrets[0]": ({"code": {"allow_secrets": ["*.pem<NL>"]}}, "code.allow_secrets[0]"),
     "code.max_bundle_size": ({"code": {"max_bundle_size": "100MB<NL>"}}, None),
+    "code.git.repository": ({"code": {"git": {"repository": GIT + NL}}}, "code.git.repository"),
+    "code.git.branch": ({"code": {"git": {"repository": GIT, "branch": "main<NL>"}}}, "code.git.branch"),
+    "code.git.commit": ({"code": {"git": {"repository": GIT, "commit": "abc1234<NL>"}}}, "code.git.commit"),
+    "code.git.directory": ({"code": {"git": {"repository": GIT, "directory": "src<NL>"}}}, "code.git.directory"),
+    "tuning.objective": ({"tuning": {**TUNING, "objective": "validation:accuracy<NL>"}}, "tuning.objective"),
+    "tuning.max_jobs": ({"tuning": {**TUNING, "max_jobs": "4<NL>"}}, None),
+    "tuning.max_parallel_jobs": ({"tuning": {**TUNING, "max_parallel_jobs": "2<NL>"}}, None),
+    "tuning.max_runtime": ({"tuning": {**TUNING, "max_runtime": "2h<NL>"}}, None),
+    "tuning.ranges.<key>": ({"tuning": {**TUNING, "ranges": {"training.learning_rate<NL>": {"min": 0.001, "max": 0.1}}}},
+                            "tuning.ranges['training.learning_rate\\n']"),
+    "tuning.ranges.<value>.min": ({"tuning": {**TUNING, "ranges": {"training.learning_rate": {"min": "0.001<NL>",
+                                                                                              "max": 0.1}}}}, None),
+    "tuning.ranges.<value>.max": ({"tuning": {**TUNING, "ranges": {"training.learning_rate": {"min": 0.001,
+                                                                                              "max": "0.1<NL>"}}}}, None),
     "inputs.<key>": ({"inputs": {"train<NL>": "s3://my-bucket/t"}}, "inputs['train\\n']"),
     "inputs.<value>": ({"inputs": {"train": "s3://my-bucket/t<NL>"}}, "inputs.train.uri"),
     "inputs.<value>.uri": ({"inputs": {"train": {"uri": "s3://my-bucket/t<NL>"}}}, "inputs.train.uri"),

@@ -56,14 +56,14 @@ def test_max_wait_over_28_days_is_refused_given_or_by_default(tmp_path):
     "localhost:5000/img",
 ])
 def test_plausible_image_references_pass(tmp_path, uri):
-    assert load(tmp_path, base=BASE.replace('version: "2.19"', f"image_uri: {uri}")).spec.tensorflow.image_uri == uri
+    assert load(tmp_path, base=BASE.replace('version: "2.21"', f"image_uri: {uri}")).spec.tensorflow.image_uri == uri
 
 
 @pytest.mark.parametrize("uri", ["a b", "ubuntu", "my-image:1.0", "registry.example.com/Upper/Case",
                                  "registry.example.com/img:bad tag", "registry.example.com/img@sha256:abc",
                                  "registry.example.com/img:1.0\n", " registry.example.com/img", ""])
 def test_implausible_image_references_are_refused(tmp_path, uri):
-    out = problems(tmp_path, base=BASE.replace('version: "2.19"', f"image_uri: {uri!r}".replace("'", '"')
+    out = problems(tmp_path, base=BASE.replace('version: "2.21"', f"image_uri: {uri!r}".replace("'", '"')
                                                if "\n" in uri else f"image_uri: '{uri}'"))
     assert any("tensorflow.image_uri" in p and "registry/repository[:tag][@sha256:digest]" in p for p in out), out
 
@@ -184,7 +184,7 @@ def test_a_set_value_replaces_an_unset_variable(tmp_path):
 
 def test_words_versions_and_environment_values_are_taken_as_written(tmp_path):
     extra = "training:\n  mixed_precision: on\nenvironment:\n  A: on\n  B: 0x1F\n  C: 1.50\ntags:\n  n: 007\n"
-    spec = load(tmp_path, extra, base=BASE.replace('"2.19"', "2.10")).spec
+    spec = load(tmp_path, extra, base=BASE.replace('"2.21"', "2.10")).spec
     assert spec.tensorflow.version == "2.10" and spec.training.mixed_precision == "on"
     assert spec.environment == {"A": "on", "B": "0x1F", "C": "1.50"} and spec.tags == {"n": "007"}
 

@@ -145,8 +145,8 @@ def test_a_file_over_the_cap_is_refused_unread(tmp_path):
 
 def test_empty_file_names_the_file_alone(tmp_path):
     path = spec_with(tmp_path, "", base="")
-    assert problems_of(path) == [f"{path}: (top level): the file is empty: a job spec needs at least name, role, "
-                                 "tensorflow and output"]
+    assert problems_of(path) == [f"{path}: (top level): the file is empty: a job spec needs at least name, role "
+                                 "and output"]
 
 
 def test_a_byte_that_is_not_utf8_is_at_its_line_and_column(tmp_path):

@@ -13,11 +13,16 @@ threaded server serves from them) to add, each marked "moto lacks" below:
 * ``OutputDataConfig.KmsKeyId`` in DescribeTrainingJob (AWS always returns it, the SDK reads it);
 * ``Environment`` in DescribeTrainingJob (moto drops it at creation);
 * a record of every CreateTrainingJob body exactly as received (:attr:`Control.create_requests`);
+* hyperparameter tuning jobs that start InProgress, scripted trials, Stop and
+  ListTrainingJobsForHyperParameterTuningJob, the received create body (tests/support/moto_tuning.py);
 * faults, queued per operation (:meth:`Control.inject`): an AWS error (throttling, quota, access
   denied...), or an answer held back after the work is done, longer than the client's read
   timeout; S3 PutObject faults too.
 
 CloudWatch Logs needs nothing added: moto keeps groups, streams and events with forward tokens.
+Service Quotas for SageMaker (moto has none): tests/support/moto_quotas.py, set through
+``control.quotas``. Billable and training seconds (moto's DescribeTrainingJob has neither):
+:meth:`MotoServer.set_billing`.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from moto.s3.models import S3Backend
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 from moto.server import ThreadedMotoServer
+
+from tests.support.moto_quotas import Quotas
+from tests.support.moto_quotas import patches as quota_patches
 
 REGION = "us-east-1"
 BUCKET = "smtrain-test-bucket"
@@ -86,7 +94,9 @@ class Control:
         self._lock = threading.Lock()
         self._faults: dict[str, list[Fault]] = defaultdict(list)
         self.create_requests: list[dict[str, Any]] = []  # CreateTrainingJob bodies, as received
+        self.tuning_requests: list[dict[str, Any]] = []  # CreateHyperParameterTuningJob bodies (moto_tuning)
         self.calls: list[str] = []  # every patched operation received, in order
+        self.quotas = Quotas()  # Service Quotas' SageMaker quotas (moto lacks them)
 
     def inject(self, operation: str, fault: Fault, times: int = 1) -> None:
         """The next `times` requests of `operation` (e.g. "CreateTrainingJob", "PutObject") get `fault`."""
@@ -107,7 +117,9 @@ class Control:
         with self._lock:
             self._faults.clear()
             self.create_requests.clear()
+            self.tuning_requests.clear()
             self.calls.clear()
+        self.quotas.reset()
 
 
 def _now() -> dt.datetime:
@@ -170,6 +182,11 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
                 # moto lacks: DescribeTrainingJob answers with the job's Environment, as AWS does.
                 body = control.create_requests[-1]
                 self.sagemaker_backend.training_jobs[body["TrainingJobName"]].environment = body.get("Environment")
+                # moto lacks: the job's own MetricDefinitions (it puts a made-up one in their place), and no
+                # FinalMetricDataList before the job has ended (tests/support/moto_metrics.py sets it).
+                job = self.sagemaker_backend.training_jobs[body["TrainingJobName"]]
+                job.algorithm_specification = body["AlgorithmSpecification"]
+                job.final_metric_data_list = []
             if fault and fault.delay_after:
                 time.sleep(fault.delay_after)
             return result
@@ -196,7 +213,9 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
                             ("StopTrainingJob", "stop_training_job")):
         method = stop_training_job_response if attr == "stop_training_job" else getattr(SageMakerResponse, attr)
         patches.append((SageMakerResponse, attr, with_faults(operation, method)))
-    return patches
+    from tests.support import moto_tuning  # what moto lacks for tuning jobs (it imports this module)
+
+    return patches + quota_patches(control.quotas, control.take) + moto_tuning.patches(control)
 
 
 @contextlib.contextmanager
@@ -258,6 +277,11 @@ class MotoServer:
 
     def jobs(self) -> list[str]:
         return list(_backend().training_jobs)
+
+    def set_billing(self, name: str, *, billable: int, training: int) -> None:
+        """moto lacks: BillableTimeInSeconds and TrainingTimeInSeconds, which AWS reports once a job ends."""
+        job = self.job(name)
+        job.billable_time_in_seconds, job.training_time_in_seconds = billable, training
 
     def set_status(self, name: str, status: str, secondary: str | None = None,
                    failure_reason: str | None = None) -> None:
@@ -330,13 +354,14 @@ def live_spec(directory: Path, changes: dict[str, Any] | None = None, name: str 
 
 
 def create_job(server: MotoServer, name: str, *, instance_type: str = "ml.g5.xlarge", count: int = 1,
-               **fields: Any) -> None:
-    """A training job made directly on the server (for lifecycle tests that need no submit); `fields` are
-    more CreateTrainingJob members (TensorBoardOutputConfig...)."""
+               algorithm: dict[str, Any] | None = None, **fields: Any) -> None:
+    """A training job made directly on the server (for lifecycle tests that need no submit); `algorithm` adds
+    to its AlgorithmSpecification (MetricDefinitions...), `fields` are more CreateTrainingJob members
+    (TensorBoardOutputConfig...)."""
     server.client("sagemaker").create_training_job(
         TrainingJobName=name, RoleArn=ROLE,
         AlgorithmSpecification={"TrainingImage": "123.dkr.ecr.us-east-1.amazonaws.com/tf:2.19",
-                                "TrainingInputMode": "File"},
+                                "TrainingInputMode": "File", **(algorithm or {})},
         OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/out"},
         ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 30},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},

@@ -11,7 +11,8 @@ BASE: dict[str, Any] = {
     "name": "test-job",
     "role": "arn:aws:iam::123456789012:role/SageMakerRole",
     "region": "us-east-1",
-    "tensorflow": {"version": "2.19"},
+    # The default image (the newest AWS patches): an older one adds an end-of-patch warning to every plan.
+    "tensorflow": {"version": "2.21"},
     "inputs": {"train": "s3://my-bucket/train"},
     "output": "s3://my-bucket/out",
 }
@@ -22,7 +23,7 @@ name: mnist
 role: arn:aws:iam::123456789012:role/SageMakerRole
 region: us-east-1
 tensorflow:
-  version: "2.19"
+  version: "2.21"
 inputs:
   train: s3://my-bucket/train
 output: s3://my-bucket/out

@@ -40,6 +40,9 @@ class Contract:
     tf_config: Optional[Dict[str, Any]]
     hyperparameters: hp_table.Parsed
     under_mpi: bool
+    # The instance this host runs on. With a fallback list (compute.prefer) it is the one SageMaker
+    # picked, known only now; the strategy follows from the hosts, GPUs and TF_CONFIG found here.
+    instance_type: Optional[str] = None
 
     def hp(self, name: str) -> Any:
         return self.hyperparameters.values[name]
@@ -123,6 +126,20 @@ def _under_mpi(environ: Mapping[str, str]) -> bool:
     return any(k in environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE"))
 
 
+def _instance_type(environ: Mapping[str, str], base_dir: str) -> Optional[str]:
+    """SM_CURRENT_INSTANCE_TYPE (sagemaker-training exports resourceconfig.json's current_instance_type
+    under that name), else the file itself; None when neither says (a run outside the toolkit)."""
+    named = (environ.get("SM_CURRENT_INSTANCE_TYPE") or "").strip()
+    if named:
+        return named
+    try:
+        with open(os.path.join(base_dir, "input", "config", "resourceconfig.json"), encoding="utf-8") as handle:
+            found = json.load(handle).get("current_instance_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) and found else None
+
+
 def _tensorboard_dir(given: str, output: str) -> Optional[str]:
     """/opt/ml/output/tensorboard: the LocalPath SageMaker uploads for a TensorBoardOutputConfig."""
     if given.strip().lower() in ("off", "none", "false"):
@@ -173,6 +190,7 @@ def read(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, own_s
         tf_config=_tf_config(env),
         hyperparameters=hps,
         under_mpi=_under_mpi(env),
+        instance_type=_instance_type(env, base_dir),
     )
 
 

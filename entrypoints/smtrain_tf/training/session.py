@@ -206,7 +206,8 @@ class TrainingSession:
                 f"mixed_precision={'on' if self.mixed else 'off'} xla={'on' if hp('xla') else 'off'} "
                 f"model={hp('model')} data={hp('data')} classes={self.num_classes} "
                 f"examples={self.num_examples if self.num_examples is not None else 'uncounted'} input_shape={shape} "
-                f"metrics={','.join(measures.names) or 'none'} chief={self.dist.is_chief}")
+                f"metrics={','.join(measures.names) or 'none'} chief={self.dist.is_chief} "
+                f"instance={self.contract.instance_type or 'unknown'}")
 
     def run(self, heartbeat: Callable[[], None]) -> None:
         hp = self.contract.hp

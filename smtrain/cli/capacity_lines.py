@@ -1,0 +1,80 @@
+"""The capacity, retry and key lines of `plan` and `submit --dry-run` (compute.prefer and the rest)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smtrain.plan.build import Plan
+from smtrain.spec.units import format_duration
+
+
+def _money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _choice_line(number: int, choice: Any) -> str:
+    line = (f"{number}. {choice.instance.name} x {choice.nodes}: {choice.strategy}, {choice.replicas} "
+            f"replica{'s' if choice.replicas != 1 else ''}")
+    if choice.strategy in ("horovod", "smddp"):
+        line += f", {choice.processes_per_host} processes per host"
+    if choice.global_batch is not None:
+        line += f", batch {choice.effective_batch} global, learning rate {choice.scaled_learning_rate:g}"
+    elif choice.wrap is not None and choice.wrap.batch == "per_replica":
+        line += f", your batch_size x {choice.wrap.batch_factor}"
+    if choice.cost is not None and choice.cost.per_hour is not None:
+        line += f", {_money(choice.cost.per_hour)}/h (at most {_money(choice.cost.max_for_run)})"
+    elif choice.cost is not None:
+        line += ", cost unknown (the catalog has no price)"
+    if choice.training_plan:
+        line += f", training plan {choice.training_plan}"
+    return line
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """Each choice of a fallback list, then the capacity, retry and key settings that are set."""
+    c, lines = plan.spec.compute, []
+    if c.prefer:
+        lines.append("  choices       compute.prefer: SageMaker runs the first with capacity; each decides its "
+                     "strategy and maths on its own hosts")
+        lines += [f"                {_choice_line(n, choice)}" for n, choice in enumerate(plan.choices, 1)]
+    capacity = []
+    if c.training_plan:
+        capacity.append(f"training plan {c.training_plan}")
+    if c.max_pending is not None:
+        capacity.append(f"waits at most {format_duration(c.max_pending)} for capacity")
+    if c.max_retry_attempts is not None:
+        capacity.append(f"retried up to {c.max_retry_attempts} times after an internal error")
+    if capacity:
+        lines.append(f"  capacity      {'; '.join(capacity)}")
+    keys = [f"{what} {key}" for what, key in (("output", plan.spec.output_kms_key), ("volume", c.volume_kms_key))
+            if key]
+    if keys:
+        lines.append(f"  kms keys      {', '.join(keys)}")
+    return lines
+
+
+def instances_text(resources: dict[str, Any]) -> str:
+    """`instances` in the dry run: the count and type, or the fallback list in order."""
+    preferences = resources.get("InstancePreferences")
+    if preferences:
+        listed = " or ".join(f"{p.get('InstanceCount', resources.get('InstanceCount', '?'))} x {p['InstanceType']}"
+                             for p in preferences)
+        return f"first with capacity of {listed}"
+    return f"{resources['InstanceCount']} x {resources['InstanceType']}"
+
+
+def dry_run_lines(request: dict[str, Any]) -> list[str]:
+    """What the request carries beyond the SDK's usual: training plan, pending limit, retries, keys."""
+    resources, stop = request.get("ResourceConfig", {}), request.get("StoppingCondition", {})
+    found = []
+    if "TrainingPlanArn" in resources:
+        found.append(f"  training plan {resources['TrainingPlanArn']}")
+    if "MaxPendingTimeInSeconds" in stop:
+        found.append(f"  max pending   {stop['MaxPendingTimeInSeconds']} s")
+    if "RetryStrategy" in request:
+        found.append(f"  retries       {request['RetryStrategy']['MaximumRetryAttempts']}")
+    keys = [f"{what} {key}" for what, key in (("output", request.get("OutputDataConfig", {}).get("KmsKeyId")),
+                                              ("volume", resources.get("VolumeKmsKeyId"))) if key]
+    if keys:
+        found.append(f"  kms keys      {', '.join(keys)}")
+    return found

@@ -1,0 +1,146 @@
+"""`smtrain metrics JOB`: a job's metric series per epoch (CloudWatch for SageMaker jobs, the host logs for
+local ones), as a table, JSON or CSV, followed until the job ends, or drawn in the terminal; and the
+summary that ends `submit --wait` and `submit --local`.
+
+Exit codes: 0 when the metrics were shown, a job with none (yet) included (it says so on stderr);
+with --follow, the job's own code once it has ended (1 Failed, 3 Stopped), as `logs --follow`;
+4 for an unknown job or an AWS error; 2 for a host the job does not have.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from smtrain.jobs import Backend, JobInfo, JobMetrics, exit_code_for, poll_interval
+
+PLOT_HEIGHT = 16
+PLOT_MAX_WIDTH = 120
+
+
+def _plot(metrics: JobMetrics) -> None:
+    from smtrain.cli.metrics_plot import plot_text
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, PLOT_MAX_WIDTH)
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    text = plot_text(metrics, width, PLOT_HEIGHT, color=color)
+    if text is None:
+        click.echo(f"nothing to plot: {metrics.job.name} has no loss or accuracy series", err=True)
+    else:
+        click.echo(text)
+
+
+def _show(metrics: JobMetrics, output: str, plot: bool) -> None:
+    from smtrain.cli import metrics_table as table
+    from smtrain.cli.render import dump
+
+    names, rows = table.columns(metrics), table.rows(metrics)
+    if output in ("json", "yaml"):
+        dump(table.metrics_dict(metrics), output)
+        return
+    if not rows:
+        click.echo(table.no_metrics_text(metrics), err=True)
+    if output == "csv":
+        click.echo(table.csv_header(names))
+        for row in rows:
+            click.echo(table.csv_row(row, names))
+        return
+    if rows:
+        click.echo(f"{metrics.job.name} ({metrics.job.status}), {metrics.host}, from {_source(metrics)}:")
+        click.echo(table.header_line(names))
+        for row in rows:
+            click.echo(table.row_line(row, names))
+    if plot and rows:
+        _plot(metrics)
+
+
+def _source(metrics: JobMetrics) -> str:
+    return "CloudWatch" if metrics.source == "cloudwatch" else "its log"
+
+
+def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
+                   sleep: Callable[[float], None] = time.sleep) -> JobInfo:
+    """Print each epoch once as it arrives, until the job has ended; the job's last state."""
+    from smtrain.cli import metrics_table as table
+    from smtrain.cli.follow import WAIT_POLL_DEFAULT
+    from smtrain.cli.render import dump_line
+
+    interval = poll_interval(WAIT_POLL_DEFAULT)
+    shown = 0  # the last epoch printed
+    names: list[str] | None = None
+    while True:
+        done = backend.describe(job).done  # first: the read after the end has every epoch
+        metrics = backend.metrics(job, host)
+        for row in table.rows(metrics):
+            if row.epoch <= shown:
+                continue
+            if output in ("json", "yaml"):
+                dump_line({"job": job, "host": metrics.host, **table.row_dict(row)}, output)
+            else:
+                if names is None:  # the columns are those of the first epoch seen
+                    names = table.columns(metrics)
+                    click.echo(table.csv_header(names) if output == "csv" else table.header_line(names))
+                click.echo(table.csv_row(row, names) if output == "csv" else table.row_line(row, names))
+            shown = row.epoch
+        if done:
+            if shown == 0:
+                click.echo(table.no_metrics_text(metrics), err=True)
+            return metrics.job
+        sleep(interval)
+
+
+@click.command()
+@click.argument("job")
+@click.option("--follow", "-f", is_flag=True, help="Print new epochs as they arrive until the job ends; then exit "
+                                                   "with the job's code (1 Failed, 3 Stopped).")
+@click.option("--host", metavar="algo-N", help="The host whose series to show. [default: algo-1, the chief]")
+@click.option("--plot", is_flag=True, help="Draw loss and accuracy per epoch in the terminal, after the table.")
+@click.option("--region", help="AWS region of the job. [default: AWS_REGION / ~/.aws/config]")
+@click.option("--output", "-o", "output", type=click.Choice(["text", "json", "yaml", "csv"]), default="text",
+              show_default=True,
+              help="Output format (with --follow, json is one object per epoch per line, yaml one list item).")
+def metrics(job: str, follow: bool, host: str | None, plot: bool, region: str | None, output: str) -> None:
+    """Show a job's metrics per epoch: the values its MetricDefinitions read (loss, accuracy, val_..., learning
+    rate), from CloudWatch for a SageMaker job and from the host's log for a local one.
+
+    Exits 0 once shown (a job with no metrics yet says so), 4 for an unknown job; with --follow, the job's
+    code once it ends (0 Completed, 1 Failed, 3 Stopped).
+    """
+    from smtrain.cli.backends import backend_for_job
+    from smtrain.cli.follow import reattach_on_interrupt
+    from smtrain.jobs import reattach_command
+
+    if plot and (output != "text" or follow):
+        raise click.UsageError("--plot draws in text output, after the whole table: not with -o json/csv or --follow")
+    backend = backend_for_job(job, region)
+    if follow:
+        with reattach_on_interrupt(job, reattach_command("metrics", job, "--follow", region=region)):
+            info = follow_metrics(backend, job, host, output)
+        click.get_current_context().exit(exit_code_for(info))
+    _show(backend.metrics(job, host), output, plot)
+
+
+def final_summary(backend: Backend, job: JobInfo, output: str) -> dict[str, Any] | None:
+    """The summary that ends `submit --wait` / `--local`: printed (text), or returned for the JSON's `metrics` key.
+
+    Reading the metrics never changes the command's outcome: a failure to read them is one note on stderr.
+    """
+    from smtrain.cli import metrics_table as table
+    from smtrain.errors import UserError
+
+    try:
+        metrics = backend.metrics(job.name)
+    except UserError as exc:
+        click.echo(f"note: no metrics summary: {exc}", err=True)
+        return None
+    if output == "text":
+        click.echo(table.summary_text(metrics))
+        return None
+    return table.summary_dict(metrics)
+

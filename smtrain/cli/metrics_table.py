@@ -1,0 +1,133 @@
+"""How a job's metrics are shown: one row per epoch and one column per metric, as text, JSON or CSV,
+and the short summary that ends `submit --wait` and `submit --local`."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from smtrain.jobs import JobMetrics, reattach_command
+from smtrain.redact import mask_text
+
+TIME_FORMAT = "%H:%M:%S"
+_NOT_SUMMED = ("train:learning_rate", "train:examples_per_sec")  # the summary's line keeps to what was learnt
+
+
+@dataclass(frozen=True)
+class EpochRow:
+    epoch: int
+    timestamp: dt.datetime | None  # the latest of the epoch's points
+    values: dict[str, float]  # metric name -> value; a metric the epoch has no value of is absent
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z") if value else None
+
+
+def columns(metrics: JobMetrics) -> list[str]:
+    return [s.name for s in metrics.series]
+
+
+def rows(metrics: JobMetrics) -> list[EpochRow]:
+    values: dict[int, dict[str, float]] = {}
+    stamps: dict[int, dt.datetime] = {}
+    for series in metrics.series:
+        for point in series.points:
+            values.setdefault(point.epoch, {})[series.name] = point.value
+            if point.timestamp is not None and (point.epoch not in stamps or point.timestamp > stamps[point.epoch]):
+                stamps[point.epoch] = point.timestamp
+    return [EpochRow(epoch, stamps.get(epoch), values[epoch]) for epoch in sorted(values)]
+
+
+def heading(name: str) -> str:
+    """A column's heading in text: the names of the metric lines (loss, val_accuracy) rather than the definitions'."""
+    prefix, _, rest = name.partition(":")
+    return {"train": rest, "validation": f"val_{rest}"}.get(prefix, name) if rest else name
+
+
+def number(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _widths(names: list[str]) -> list[int]:
+    return [max(len(heading(n)), 8) for n in names]
+
+
+def header_line(names: list[str]) -> str:
+    return "  ".join([f"{'epoch':>5}", f"{'time':<8}", *(f"{heading(n):>{w}}" for n, w in zip(names, _widths(names),
+                                                                                              strict=True))])
+
+
+def row_line(row: EpochRow, names: list[str]) -> str:
+    when = row.timestamp.astimezone(dt.timezone.utc).strftime(TIME_FORMAT) if row.timestamp else "-"
+    cells = [f"{number(row.values[n]) if n in row.values else '-':>{w}}" for n, w in zip(names, _widths(names),
+                                                                                          strict=True)]
+    return "  ".join([f"{row.epoch:>5}", f"{when:<8}", *cells])
+
+
+def row_dict(row: EpochRow) -> dict[str, Any]:
+    """One epoch in JSON: {"epoch", "timestamp", "values": {name: value}} (README "Metrics")."""
+    return {"epoch": row.epoch, "timestamp": _iso(row.timestamp), "values": dict(row.values)}
+
+
+def metrics_dict(metrics: JobMetrics) -> dict[str, Any]:
+    """`smtrain metrics -o json` (README "Metrics")."""
+    job = metrics.job
+    return {"job": job.name, "backend": job.backend, "status": job.status, "source": metrics.source,
+            "host": metrics.host, "hosts": list(metrics.hosts), "metrics": columns(metrics),
+            "epochs": [row_dict(r) for r in rows(metrics)], "final": dict(metrics.final)}
+
+
+def csv_header(names: list[str]) -> str:
+    return _csv_line(["epoch", "timestamp", *names])
+
+
+def csv_row(row: EpochRow, names: list[str]) -> str:
+    return _csv_line([str(row.epoch), _iso(row.timestamp) or "", *(repr(row.values[n]) if n in row.values else ""
+                                                                  for n in names)])
+
+
+def _csv_line(cells: list[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(cells)
+    return buffer.getvalue()
+
+
+def no_metrics_text(metrics: JobMetrics) -> str:
+    job = metrics.job
+    where = "CloudWatch" if metrics.source == "cloudwatch" else f"{metrics.host}'s log"
+    later = " yet" if not job.done else ""
+    return (f"no metrics of {job.name} ({job.status}) in {where}{later}: they come from the lines its "
+            "MetricDefinitions read (`epoch=1 ... loss=0.5 accuracy=0.8`), which the bundled entrypoint and "
+            "smtrain_tf.fit print after each epoch" + (" (SageMaker publishes them to CloudWatch within minutes)"
+                                                        if metrics.source == "cloudwatch" and not later else ""))
+
+
+def summary_dict(metrics: JobMetrics) -> dict[str, Any] | None:
+    """The end of `submit --wait` / `--local` in JSON: the last epoch and the final values; None if none."""
+    last = rows(metrics)[-1:]
+    if not last and not metrics.final:
+        return None
+    return {"host": metrics.host, "epochs": len(rows(metrics)), "last_epoch": row_dict(last[0]) if last else None,
+            "final": dict(metrics.final)}
+
+
+def summary_text(metrics: JobMetrics) -> str:
+    """Two lines in `status`'s layout: the last epoch's values (else SageMaker's final ones), and the command
+    that shows every epoch."""
+    last = rows(metrics)[-1:]
+    if last:
+        row = last[0]
+        head = f"epoch {row.epoch} ({metrics.host}):"
+        values = row.values
+    elif metrics.final:
+        head, values = "final:", metrics.final
+    else:
+        return mask_text(f"{'metrics':<10} none (`smtrain metrics {metrics.job.name}` shows them when there are)")
+    shown = "  ".join(f"{heading(n)} {number(v)}" for n, v in values.items() if n not in _NOT_SUMMED)
+    command = reattach_command("metrics", metrics.job.name,
+                               region=metrics.job.region if metrics.source == "cloudwatch" else None)
+    return mask_text(f"{'metrics':<10} {head} {shown}\n{'':<10} `{command}` shows every epoch")

@@ -1,0 +1,74 @@
+"""A local job's metric series, one point per epoch: its MetricDefinitions applied to a host's log.
+
+SageMaker applies each definition's regex (a Java regular expression) to every line of the job's
+output and publishes the first group's value; here the same regexes, with Java's rules
+(smtrain.plan.java_regex), read the lines of the host's log file, and the same rule as for a
+SageMaker job (smtrain.sagemaker.metric_series.by_epoch) turns them into epochs, so that a job
+shows the same series whichever backend ran it. Every value of a line has that line's time:
+the `progress` lines, which match the train:* regexes but not train:epoch's, are left out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from smtrain.jobs import JobInfo, JobMetrics
+from smtrain.local.supervise import parse_log_line
+from smtrain.plan import java_regex
+from smtrain.sagemaker.metric_series import by_epoch, check_host
+
+
+def definitions_of(record: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The job's MetricDefinitions as its record keeps them; those every job has for an older record."""
+    kept = record.get("metric_definitions")
+    if kept is not None:
+        return list(kept)
+    from smtrain.plan.request_preview import metric_definitions
+
+    return [dict(d) for d in metric_definitions()]
+
+
+def _number(text: str) -> float | None:
+    """The value SageMaker would publish: a finite number (CloudWatch takes no NaN or infinity)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def matches(definitions: Sequence[Mapping[str, str]],
+            lines: Iterable[tuple[dt.datetime, str]]) -> dict[str, list[tuple[dt.datetime, float]]]:
+    """metric name -> (time, value) of every line its regex finds a number in, as SageMaker reads them."""
+    raw: dict[str, list[tuple[dt.datetime, float]]] = {}
+    for stamp, line in lines:
+        limit = java_regex.bound_for(line)
+        for definition in definitions:
+            regex = java_regex.compiled(definition["Regex"], limit)
+            found = regex.search(line) if regex is not None else None
+            value = _number(found.group(1)) if found and found.groups() and found.group(1) is not None else None
+            if value is not None:
+                raw.setdefault(definition["Name"], []).append((stamp, value))
+    return raw
+
+
+def _lines(log: Path) -> list[tuple[dt.datetime, str]]:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []  # the host has written nothing yet
+    return [parsed for parsed in map(parse_log_line, text.splitlines()) if parsed is not None]
+
+
+def read_metrics(record: Mapping[str, Any], job: JobInfo, log_dir: Path, host: str | None = None) -> JobMetrics:
+    """The series of `host` (default: the chief, algo-1) from its log in `log_dir`."""
+    hosts = tuple(record.get("hosts") or ("algo-1",))
+    chosen = check_host(host, hosts)
+    definitions = definitions_of(record)
+    series = by_epoch(matches(definitions, _lines(log_dir / f"{chosen}.log")), [d["Name"] for d in definitions])
+    final = {s.name: s.points[-1].value for s in series}
+    return JobMetrics(job=job, source="log", host=chosen, hosts=hosts, series=series, final=final)

@@ -1,0 +1,108 @@
+"""`smtrain metrics` on local jobs: the job's MetricDefinitions read from its chief's log, one point per epoch.
+
+A stand-in job (no TensorFlow) makes a real record and host logs in seconds; the metric lines are then
+written into the logs as the host processes would have printed them, by the entrypoint's own formatters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from pathlib import Path
+
+from smtrain_tf.training.metrics import epoch_line, progress_line
+
+from smtrain.cli.metrics_plot import plot_text
+from smtrain.local.backend import LocalBackend, local_request
+from smtrain.local.supervise import format_log_line
+from smtrain.plan.request_preview import metric_definitions
+from tests.local.support import make_plan
+from tests.spec.inprocess import run
+
+START = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.timezone.utc)
+TRAIN = [{"loss": 1.5, "accuracy": 0.5, "top3": 0.7}, {"loss": 0.8, "accuracy": 0.75, "top3": 0.9},
+         {"loss": 0.4, "accuracy": 0.9, "top3": 0.95}]
+VALIDATION = [{"loss": 1.2, "accuracy": 0.6, "top3": 0.8}, {"loss": 0.7, "accuracy": 0.8, "top3": 0.92},
+              {"loss": 0.5, "accuracy": 0.85, "top3": 0.97}]
+
+
+def _chief_lines() -> list[str]:
+    """What the chief prints over three epochs: progress lines within each, the epoch line at its end (the
+    third behind mpirun's tag, as under Horovod), and lines that name an epoch without being metric lines."""
+    lines = ["config strategy=mirrored replicas=1 learning_rate=0.002 examples=1437 metrics=accuracy,top3"]
+    for epoch, (train, validation) in enumerate(zip(TRAIN, VALIDATION, strict=True), start=1):
+        running = {name: value * 2 for name, value in train.items()}
+        lines.append(progress_line(epoch, epoch * 10 - 5, running, 500, epoch * 2.0))
+        line = epoch_line(epoch, epoch * 10, train, validation, 0.003, 1000 + epoch, epoch * 2.5)
+        lines.append(f"[1,0]<stdout>:{line}" if epoch == 3 else line)
+        lines.append(f"checkpoint saved /opt/ml/checkpoints/ckpt-{epoch * 10} epoch={epoch} step={epoch * 10}")
+    return lines
+
+
+def _write_log(path: Path, lines: list[str]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        for n, line in enumerate(lines):
+            handle.write(format_log_line(START + dt.timedelta(seconds=n), line))
+
+
+def test_a_local_jobs_series_comes_from_its_chiefs_log_as_sagemaker_reads_it(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "metrics": ["top3"]})
+    backend = LocalBackend(tmp_path / "home")
+    job = backend.run(local_request(plan, "lines"), stream=io.StringIO(), grace=5)
+    assert job.status == "Completed"
+    # The record keeps the job's MetricDefinitions (the declared top3 among them), as SageMaker keeps them.
+    assert backend.store.read("lines")["metric_definitions"] == [dict(d) for d in metric_definitions(("top3",))]
+    logs = backend.store.log_dir("lines")
+    _write_log(logs / "algo-1.log", _chief_lines())
+    _write_log(logs / "algo-2.log", [epoch_line(1, 10, {"loss": 9.0, "accuracy": 0.1, "top3": 0.2}, None, None, 1, 1)])
+
+    shown = run("metrics", "lines", "-o", "json", env={"SMTRAIN_HOME": str(tmp_path / "home")})
+    assert shown.code == 0, shown.output
+    data = json.loads(shown.stdout)
+    assert (data["backend"], data["source"], data["host"], data["hosts"]) == ("local", "log", "algo-1",
+                                                                               ["algo-1", "algo-2"])
+    assert data["metrics"] == ["train:loss", "train:accuracy", "validation:loss", "validation:accuracy",
+                               "train:learning_rate", "train:examples_per_sec", "train:top3", "validation:top3"]
+    assert [e["epoch"] for e in data["epochs"]] == [1, 2, 3]  # no point from a progress or checkpoint line
+    for epoch, train, validation in zip(data["epochs"], TRAIN, VALIDATION, strict=True):
+        values = epoch["values"]
+        assert [values["train:loss"], values["train:accuracy"], values["train:top3"]] == list(train.values())
+        assert [values["validation:loss"], values["validation:accuracy"], values["validation:top3"]] == \
+            list(validation.values())
+        assert values["train:examples_per_sec"] == 1000 + epoch["epoch"]
+    assert data["epochs"][0]["timestamp"] == "2026-11-23T08:00:02Z"  # the epoch line's time
+    assert data["final"]["validation:accuracy"] == 0.85
+
+    worker = json.loads(run("metrics", "lines", "--host", "algo-2", "-o", "json",
+                            env={"SMTRAIN_HOME": str(tmp_path / "home")}).stdout)
+    assert [e["values"]["train:loss"] for e in worker["epochs"]] == [9.0]
+
+    # A record from before the definitions were kept: those every job has.
+    record = backend.store.read("lines")
+    del record["metric_definitions"]
+    backend.store.write("lines", record)
+    older = backend.metrics("lines")
+    assert "train:top3" not in [s.name for s in older.series] and len(older.series[0].points) == 3
+
+
+def test_the_plot_draws_loss_and_accuracy_with_train_and_validation_told_apart_without_colour(tmp_path: Path) -> None:
+    from smtrain.jobs import JobInfo, JobMetrics, MetricPoint, MetricSeries
+
+    def series(name: str, values: list[float]) -> MetricSeries:
+        return MetricSeries(name, tuple(MetricPoint(n, v, None) for n, v in enumerate(values, start=1)))
+
+    metrics = JobMetrics(JobInfo("p", "local", "Completed"), "log", "algo-1", ("algo-1",), (
+        series("train:loss", [1.5, 0.8, 0.4, 0.3]), series("validation:loss", [1.2, 0.7, 0.5, 0.45]),
+        series("train:accuracy", [0.5, 0.75, 0.9, 0.93]), series("validation:accuracy", [0.6, 0.8, 0.85, 0.86]),
+        series("train:learning_rate", [0.003] * 4)))
+    text = plot_text(metrics, 90, 16, color=False)
+    assert text is not None and "\x1b[" not in text
+    lines = text.splitlines()
+    assert len(lines) <= 16 and max(map(len, lines)) <= 90
+    assert "loss per epoch (algo-1)" in lines[0] and "accuracy per epoch (algo-1)" in lines[0]
+    assert text.count("• train") == 2 and text.count("x validation") == 2  # a legend in each chart
+    assert "1.50" in text and "0.93" in text  # each chart's highest value on its axis
+    assert "learning_rate" not in text
+    assert plot_text(JobMetrics(metrics.job, "log", "algo-1", ("algo-1",), ()), 90, 16, color=False) is None
+    assert plot_text(metrics, 90, 16, color=True) != text  # colour is a choice, not the default
