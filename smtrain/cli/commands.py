@@ -479,12 +479,13 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
         created_after = parse_since(since) if since else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--since") from None
-    if not local_ and not (region or default_region()):
-        # Someone who only runs jobs here: their jobs, rather than "pass --region".
-        click.echo("note: no AWS region (pass --region, or set AWS_REGION): listing local jobs", err=True)
-        local_ = True
     if tuning and (local_ or cost):
         raise click.UsageError("--tuning lists SageMaker tuning jobs: not with --local or --cost")
+    if not local_ and not tuning and not (region or default_region()):
+        # Someone who only runs jobs here: their jobs, rather than "pass --region". Tuning jobs exist only
+        # on SageMaker, so `--tuning` gets the backend's own "pass --region" instead.
+        click.echo("note: no AWS region (pass --region, or set AWS_REGION): listing local jobs", err=True)
+        local_ = True
     backend = local_backend() if local_ else sagemaker_backend(region, with_tuning=tuning)
     if tuning:
         backend = backend.tuning  # smtrain.sagemaker.tuning_jobs: ListHyperParameterTuningJobs

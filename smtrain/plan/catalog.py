@@ -154,8 +154,8 @@ class Price:
     @property
     def region_note(self) -> str | None:
         """Says so when the figure is another region's: "price for us-east-1; eu-west-1 unknown"."""
-        if self.asked_region is None or self.asked_region == self.region:
-            return None
+        if self.per_hour is None or self.asked_region is None or self.asked_region == self.region:
+            return None  # no figure at all: the price note says why, and no region's figure stands in
         return f"price for {self.region}; {self.asked_region} unknown"
 
 

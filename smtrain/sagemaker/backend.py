@@ -31,7 +31,8 @@ _SETTLE_MS = 2000  # how long a followed event may wait for other hosts' earlier
 _HOST_RE = re.compile(r"/(algo-\d+)-\d+$")
 
 
-def _console_domain(region: str) -> str:
+def console_domain(region: str) -> str:
+    """The AWS console's host for a region (China and GovCloud have their own)."""
     if region.startswith("cn-"):
         return f"{region}.console.amazonaws.cn"
     if region.startswith("us-gov-"):
@@ -40,12 +41,12 @@ def _console_domain(region: str) -> str:
 
 
 def console_url(region: str, name: str) -> str:
-    return f"https://{_console_domain(region)}/sagemaker/home?region={region}#/jobs/{name}"
+    return f"https://{console_domain(region)}/sagemaker/home?region={region}#/jobs/{name}"
 
 
 def logs_url(region: str, name: str) -> str:
     # The CloudWatch console link the SageMaker SDK prints: every stream of the job.
-    return (f"https://{_console_domain(region)}/cloudwatch/home?region={region}#logStream:"
+    return (f"https://{console_domain(region)}/cloudwatch/home?region={region}#logStream:"
             f"group={LOG_GROUP};prefix={quote(name)};streamFilter=typeLogStreamPrefix")
 
 

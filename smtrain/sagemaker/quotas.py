@@ -24,7 +24,7 @@ from typing import Any
 
 from smtrain.plan.build import Plan
 from smtrain.sagemaker.aws import api_errors, boto_session, error_code, explain, is_not_found
-from smtrain.sagemaker.backend import _console_domain
+from smtrain.sagemaker.backend import console_domain
 
 SERVICE_CODE = "sagemaker"
 _PAGE = 100  # the most either listing gives a page
@@ -45,7 +45,7 @@ def increase_command(code: str, value: int, region: str) -> str:
 
 
 def console_url(code: str, region: str) -> str:
-    return f"https://{_console_domain(region)}/servicequotas/home/services/{SERVICE_CODE}/quotas/{code}"
+    return f"https://{console_domain(region)}/servicequotas/home/services/{SERVICE_CODE}/quotas/{code}"
 
 
 @dataclass(frozen=True)

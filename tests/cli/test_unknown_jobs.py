@@ -28,3 +28,10 @@ def test_list_without_a_region_lists_local_jobs(no_aws: dict[str, str]) -> None:
     proc = smtrain("list", "-o", "json", env=no_aws)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"jobs": []} and "listing local jobs" in proc.stderr
+
+
+def test_list_tuning_without_a_region_asks_for_one(no_aws: dict[str, str]) -> None:
+    # Tuning jobs exist only on SageMaker: no quiet switch to local jobs, and no complaint about --local.
+    proc = smtrain("list", "--tuning", env=no_aws)
+    assert proc.returncode == 2, proc.stderr
+    assert "no AWS region" in proc.stderr and "--local" not in proc.stderr and "Traceback" not in proc.stderr

@@ -70,3 +70,11 @@ def test_plan_reports_gpu_memory_in_mib(tmp_path: Path) -> None:
     instance = plan_for(tmp_path, with_memory("40GB")).summary()["instance"]
     assert instance["gpu_memory_mib"] == 40960
     assert instance["gpu_memory_gb"] == 42.95  # decimal GB, as the spec's units count them
+
+
+def test_an_unknown_price_names_no_region_in_its_place() -> None:
+    # No price anywhere: "price for us-east-1; eu-west-1 unknown" would claim a us-east-1 figure.
+    b200 = CATALOG.get("ml.p6-b200.48xlarge")
+    price = CATALOG.price(b200, "eu-west-1")
+    assert price.per_hour is None and price.region_note is None
+    assert CATALOG.price(CATALOG.get("ml.g5.xlarge"), "eu-west-1").region_note == "price for us-east-1; eu-west-1 unknown"

@@ -11,7 +11,6 @@ import datetime as dt
 import io
 import json
 import threading
-import time
 
 import pytest
 
@@ -148,9 +147,7 @@ def test_submit_wait_ends_with_the_metrics_summary(aws: MotoServer, tmp_path, ou
     name = f"m-submit-{output}"
 
     def finish() -> None:  # the job's side: once created, it trains two epochs and completes
-        deadline = time.monotonic() + 60
-        while name not in aws.jobs() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        aws.control.wait_created(name)
         publish_epochs(aws, name, CHIEF[:2])
         set_final(aws, name, {"train:loss": 0.5})
         aws.set_status(name, "Completed")

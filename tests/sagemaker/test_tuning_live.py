@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -259,19 +258,17 @@ def test_list_wait_stop_and_logs(aws: MotoServer, tmp_path: Path) -> None:
 
 
 def test_tune_wait_follows_the_tuning_job_to_its_end(aws: MotoServer, tmp_path: Path) -> None:
-    jobs = moto_server._backend().hyper_parameter_tuning_jobs
 
     def finish() -> None:  # once the command has created the job, the test ends it (moto never would)
-        deadline = time.monotonic() + 60
-        while "tune-wait" not in jobs and time.monotonic() < deadline:
-            time.sleep(0.05)
+        aws.control.wait_created("tune-wait")
         add_trial(aws, "tune-wait", {"epochs": "3"}, status="Completed", objective=0.9)
         set_tuning_status(aws, "tune-wait", "Completed")
 
     helper = threading.Thread(target=finish)
     helper.start()
     result = _tune(aws, tmp_path, str(_spec(tmp_path)), "--job-name", "tune-wait", "--wait", "-o", "json")
-    helper.join()
+    helper.join(60)
+    assert not helper.is_alive()
     data = _json(result)
     assert data["status"] == "Completed" and data["job"]["kind"] == "tuning"
     assert data["job"]["tuning"]["best"]["objective"] == 0.9

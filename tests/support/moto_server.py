@@ -97,6 +97,9 @@ class Control:
         self.tuning_requests: list[dict[str, Any]] = []  # CreateHyperParameterTuningJob bodies (moto_tuning)
         self.calls: list[str] = []  # every patched operation received, in order
         self.quotas = Quotas()  # Service Quotas' SageMaker quotas (moto lacks them)
+        # Names whose create handler has finished, harness edits included: a test thread that acts on a
+        # job the command under test creates waits for this, not for the name to appear in moto's dict.
+        self._created: dict[str, threading.Event] = defaultdict(threading.Event)
 
     def inject(self, operation: str, fault: Fault, times: int = 1) -> None:
         """The next `times` requests of `operation` (e.g. "CreateTrainingJob", "PutObject") get `fault`."""
@@ -109,6 +112,16 @@ class Control:
             queue = self._faults.get(operation)
             return queue.pop(0) if queue else None
 
+    def mark_created(self, name: str) -> None:
+        with self._lock:
+            event = self._created[name]
+        event.set()
+
+    def wait_created(self, name: str, timeout: float = 60.0) -> bool:
+        with self._lock:
+            event = self._created[name]
+        return event.wait(timeout)
+
     def count(self, operation: str) -> int:
         with self._lock:
             return self.calls.count(operation)
@@ -119,6 +132,7 @@ class Control:
             self.create_requests.clear()
             self.tuning_requests.clear()
             self.calls.clear()
+            self._created.clear()
         self.quotas.reset()
 
 
@@ -187,6 +201,7 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
                 job = self.sagemaker_backend.training_jobs[body["TrainingJobName"]]
                 job.algorithm_specification = body["AlgorithmSpecification"]
                 job.final_metric_data_list = []
+                control.mark_created(body["TrainingJobName"])
             if fault and fault.delay_after:
                 time.sleep(fault.delay_after)
             return result

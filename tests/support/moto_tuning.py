@@ -85,6 +85,7 @@ def patches(control: Any) -> list[tuple[Any, str, Any]]:
         job.consumed_resources = None
         job.trials = []
         _recount(job)
+        control.mark_created(hyper_parameter_tuning_job_name)
         return arn
 
     def describe(self: Any) -> dict[str, Any]:
