@@ -8,6 +8,8 @@ The flow runs one way:  YAML -> Spec -> Plan -> Request -> backend.
     sagemaker/  Request -> a SageMaker training job, through the SDK (dry run or real); following it
     local/      Request -> a job run here, each host a process under the container contract
     cli/        click commands and how results are shown; following a job
+    examples/   the example specs and their code, shipped as data (a link to the repository's configs/,
+                where each is tested); `smtrain init --example NAME` writes one out
 
 Imports run the same way down, never up: cli -> local -> sagemaker -> bundle -> plan -> spec ->
 the shared modules at this level (tests/test_layout.py checks it). local sits above sagemaker

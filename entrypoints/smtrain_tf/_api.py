@@ -172,14 +172,15 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
         batch_size_per_replica: Optional[int] = None, steps_per_epoch: Optional[int] = None, loss: Any = None,
         optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
         gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
-        checkpoint: bool = True, log_every_steps: int = 0) -> Any:
+        checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0) -> Any:
     """Train `model` under the job's strategy with the bundled entrypoint's loop; return a keras History.
 
     Works under every strategy strategy() builds (default, Mirrored, MultiWorkerMirrored, parameter
     server, Horovod, smddp), with Keras 2 and 3. Build (and compile) the model inside
     `smtrain_tf.strategy().scope()`; every process of the job calls fit alike.
 
-    - `train`, `validation`: a tf.data.Dataset of (features, labels), or an (x, y) tuple of arrays.
+    - `train`, `validation`: a tf.data.Dataset of (features, labels), or an (x, y) tuple of arrays;
+      training data may carry each example's weight as a third element (Keras's sample_weight).
       With `batch_size_per_replica` the data is unbatched: fit shards it (by rank under Horovod/
       smddp), shuffles it (`shuffle_buffer` > 0, with `seed`, else SMTRAIN_SEED or 42), batches it
       with the global batch (per replica x replicas) and prefetches; under parameter server each
@@ -199,12 +200,14 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     - `gradient_accumulation_steps` (default SMTRAIN_GRADIENT_ACCUMULATION_STEPS, else 1): each
       optimizer step adds up the gradients of k micro-batches, run one after another; effective
       batch = per replica x replicas x k.
-    - `callbacks`: Keras's own History, EarlyStopping, ModelCheckpoint (save_freq='epoch'),
-      CSVLogger and TensorBoard, called at train and epoch begin and end with the logs: loss, each
-      metric, and their val_ values; `model.stop_training` stops the training. Others raise
-      ValueError naming them. fit itself writes TensorBoard scalars (chief only) into
+    - `callbacks`: any Keras callback (EarlyStopping, ReduceLROnPlateau, LearningRateScheduler,
+      ModelCheckpoint, CSVLogger, TensorBoard, your own), driven through Keras's CallbackList with
+      the logs Keras passes: loss, each metric, and their val_ values. A callback with batch hooks
+      makes the loop run one step per call, so that it sees every batch with the running values;
+      `model.stop_training` stops the training. fit itself writes TensorBoard scalars (chief only) into
       <SM_OUTPUT_DIR>/tensorboard (SMTRAIN_TENSORBOARD_DIR; off for none), without the tensorboard
       package; the n-th call in fit-<n>/.
+    - `initial_epoch`: the epoch to start from (epochs counts from 0 to `epochs`, as in Keras).
     - `checkpoint`: checkpoints (model, optimizer, progress) in checkpoint_dir() at every epoch
       end (and every SMTRAIN_CHECKPOINT_EVERY_STEPS steps); a restarted job (spot) resumes from the
       newest. A second fit call in the same process keeps its own, in <checkpoint_dir>/fit-2.
@@ -223,7 +226,8 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
                        batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
                        optimizer=optimizer, callbacks=callbacks,
                        gradient_accumulation_steps=gradient_accumulation_steps, shuffle_buffer=shuffle_buffer,
-                       seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps, say=say)
+                       seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
+                       initial_epoch=initial_epoch, say=say)
 
 
 def save(model: Any) -> List[str]:

@@ -15,6 +15,7 @@
     metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and that summary
     metrics_plot.py  `metrics --plot`: loss and accuracy charts in the terminal (plotext, imported only there)
     tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code
+    examples.py  `init --example NAME`: an example spec the package carries (smtrain/examples/), written out
 
 May import every stage. Commands import their stage lazily, so `smtrain --help`, `validate`,
 `plan`, `instances` and `schema` never load the SDK, boto3 or TensorFlow.

@@ -6,6 +6,7 @@ import functools
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,7 +24,7 @@ from smtrain.spec.units import parse_duration, parse_since, parse_size
 if TYPE_CHECKING:
     from smtrain.bundle.model import BundleError
     from smtrain.plan.build import Plan
-    from smtrain.plan.preflight import Finding
+    from smtrain.plan.preflight import Finding, StandIn
     from smtrain.spec.model import LoadedSpec
     from smtrain.spec.problems import Problem
 
@@ -109,19 +110,25 @@ def _check_code(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Fin
     validate, plan and submit all call this, so they refuse and warn alike, and a submit warns
     about large files before compressing them.
     """
+    warnings, findings, _ = _code_checks(loaded, plan)
+    return warnings, findings
+
+
+def _code_checks(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Finding], list[StandIn]]:
+    """_check_code's answer, and the strategies a wrapped script builds that the wrap stands in for."""
     from smtrain.bundle.model import BundleError
     from smtrain.bundle.request import check_bundle
-    from smtrain.plan.preflight import scan
+    from smtrain.plan.preflight import scan, stand_ins
 
     if plan.git is not None and plan.git.commit is None:
-        return [], []  # validate left a remote repository unfetched: the plan's warning says so
+        return [], [], []  # validate left a remote repository unfetched: the plan's warning says so
     try:
         checked = check_bundle(plan)
     except BundleError as exc:
         raise _bundle_refusal(loaded, exc) from None
     shipped = [(f.path, Path(f.source)) for f in checked.files if f.origin == "source" and f.path.endswith(".py")]
     where = _code_field(loaded, ("code", "source_dir"))
-    return [loaded.problem(where, w) for w in checked.warnings], scan(plan, shipped)
+    return [loaded.problem(where, w) for w in checked.warnings], scan(plan, shipped), stand_ins(plan, shipped)
 
 
 def _echo_findings(findings: list[Finding]) -> None:
@@ -130,7 +137,13 @@ def _echo_findings(findings: list[Finding]) -> None:
 
 
 def _strict_exit(findings: list[Finding], strict: bool) -> None:
-    """--strict: any finding ends the command with exit 2 (for CI), nothing sent."""
+    """An error finding (the job would fail there for certain) ends the command with exit 2, nothing sent;
+    with --strict any finding does (for CI)."""
+    errors = sum(f.is_error for f in findings)
+    if errors:
+        click.echo(f"{errors} preflight error{'s' if errors != 1 else ''}: the job would fail at "
+                   f"{'those lines' if errors != 1 else 'that line'}; nothing was sent.", err=True)
+        click.get_current_context().exit(exit_codes.USAGE)
     if strict and findings:
         n = len(findings)
         click.echo(f"{n} preflight warning{'s' if n != 1 else ''} and --strict; nothing was sent.", err=True)
@@ -183,33 +196,112 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
     """Check a job spec: every problem, with file:line:column, and the preflight scan of your own
     script. No AWS, no TensorFlow."""
     from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
-    from smtrain.cli.tune_command import tuning_plan
-    from smtrain.plan.build import build_plan
     from smtrain.plan.request_limits import local_only_problems
 
-    try:
-        loaded = _load(spec_file, overrides)
-        plan = build_plan(loaded, _catalog(click.get_current_context()), fetch_code=False)
-        tuning_plan(loaded, plan)  # tuning: its checks that need the plan (the objective's metric)
-        bundle_warnings, findings = _check_code(loaded, plan)
-        warnings = plan.warnings + bundle_warnings
-    except SpecError as exc:
+    checked = _validate_all(spec_file, overrides)
+    problems, plan, findings = checked.problems, checked.plan, checked.findings
+    errors = [f for f in findings if f.is_error]
+    if problems or errors or plan is None:
         if output != "text":
-            dump({"valid": False, "problems": [problem_dict(p) for p in exc.problems]}, output)
+            dump({"valid": False, "problems": [problem_dict(p) for p in problems],
+                  "warnings": [problem_dict(w) for w in checked.warnings],
+                  "preflight": [f.to_dict() for f in findings], "skipped": checked.skipped}, output)
             click.get_current_context().exit(exit_codes.USAGE)
-        raise
+        echo_problems(problems)
+        echo_problems(checked.warnings, label="warning")
+        _echo_findings(findings)
+        for note in checked.skipped:
+            click.echo(f"note: {note}", err=True)
+        found = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"] if problems else []
+        if errors:
+            found.append(f"{len(errors)} preflight error{'s' if len(errors) != 1 else ''}")
+        click.echo(f"{' and '.join(found)} found; nothing was sent.", err=True)
+        click.get_current_context().exit(exit_codes.USAGE)
     local = local_only_problems(plan)  # inputs/output on this machine: valid for --local only
     if output != "text":
         dump({"valid": True, "local_only": bool(local), "local_only_fields": [problem_dict(p) for p in local],
-              "problems": [], "warnings": [problem_dict(w) for w in warnings],
+              "problems": [], "warnings": [problem_dict(w) for w in checked.warnings],
               "preflight": [f.to_dict() for f in findings]}, output)
         _strict_exit(findings, strict)
         return
-    echo_problems(warnings, label="warning")
+    echo_problems(checked.warnings, label="warning")
     echo_problems(local, label="local only")
     _echo_findings(findings)
     _strict_exit(findings, strict)
     click.echo(valid_text(spec_file, plan, local))
+
+
+@dataclass
+class _Validated:
+    """Everything `validate` found, stage by stage (spec fields, plan, tuning, code); `skipped` says which
+    checks could not run, and why."""
+
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    plan: Plan | None = None
+    skipped: list[str] = field(default_factory=list)
+
+
+def _validate_all(spec_file: str, overrides: tuple[str, ...]) -> _Validated:
+    """Run every check that can run: a stage that needs what an earlier one could not give (a Spec, a
+    plan) is skipped and named; the others all run, so one run reports every problem (README)."""
+    from smtrain.cli.tune_command import tuning_plan
+    from smtrain.plan.build import plan_with_problems
+    from smtrain.spec.model import read_spec
+    from smtrain.spec.problems import dotted
+
+    early = click.get_current_context().find_root().params.get("early_overrides") or ()
+    reading = read_spec(spec_file, (*early, *overrides))
+    found = _Validated(problems=list(reading.problems))
+    loaded = reading.loaded
+    if loaded is None:
+        found.skipped.append("the plan's and the code's checks did not run: the spec's fields above leave no job "
+                             "to check")
+        return found
+    if reading.defaulted:
+        fields = ", ".join(dotted(p) for p in reading.defaulted)
+        found.skipped.append(f"the plan's and the code's checks did not run: they would judge a value you did not "
+                             f"write in place of {fields}")
+        return found
+    plan, plan_problems = plan_with_problems(loaded, _catalog(click.get_current_context()), fetch_code=False)
+    found.problems += _new_fields(found, plan_problems)
+    if plan is None:
+        found.skipped.append("the code's checks (bundle, preflight scan) did not run: no plan could be made")
+        return found
+    found.plan = plan
+    found.warnings += plan.warnings
+    if any(p.path[:1] == ("tuning",) for p in found.problems):
+        found.skipped.append("the tuning job's checks did not run: its section has the problems above")
+    else:
+        try:
+            tuning_plan(loaded, plan)  # tuning: its checks that need the plan (the objective's metric)
+        except SpecError as exc:
+            found.problems += _new_fields(found, exc.problems)
+    try:
+        bundle_warnings, found.findings = _check_code(loaded, plan)
+        found.warnings += bundle_warnings
+    except SpecError as exc:
+        found.problems += _new_fields(found, exc.problems)
+        from smtrain.plan.preflight import scan
+
+        found.findings = scan(plan, [])  # the bundle refused its files: the entry point's scan still runs
+    return found
+
+
+def _new_fields(found: _Validated, later: list[Problem]) -> list[Problem]:
+    """A later stage's problems outside the sections (code, compute, ...) the earlier ones are in: there
+    they may only follow from those (a requirements file missing is the spec's problem and the bundle's;
+    code.git beside code.source_dir leaves the repository without the entry point). What is held back is
+    said in a note."""
+    from smtrain.spec.problems import dotted
+
+    sections = {p.path[:1] for p in found.problems}
+    held = sorted({dotted(p.path[:1]) for p in later if p.path[:1] in sections})
+    if held:
+        found.skipped.append(f"later checks of {', '.join(held)} are left for the next run: they may only "
+                             "follow from the problems above")
+    return [p for p in later if p.path[:1] not in sections]
 
 
 @main.command()
@@ -230,7 +322,7 @@ def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, 
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
     tuning = tuning_plan(loaded, result)  # the spec's tuning: section, None without one
-    bundle_warnings, findings = _check_code(loaded, result)
+    bundle_warnings, findings, own_strategies = _code_checks(loaded, result)
     quotas = None
     if check:  # the only part of plan that goes online
         from smtrain.cli.quota_check import check_quotas
@@ -240,13 +332,14 @@ def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, 
         summary = result.summary()
         summary["warnings"] += [w.render() for w in bundle_warnings]
         summary["preflight"] = [f.to_dict() for f in findings]
+        summary["program"]["own_strategies"] = [o.to_dict() for o in own_strategies]
         if quotas is not None:
             summary["quotas"] = quotas.to_dict()
         if tuning is not None:
             summary["tuning"] = tuning.summary()
         dump(summary, output)
     else:
-        click.echo(plan_text(result, bundle_warnings))
+        click.echo(plan_text(result, bundle_warnings, own_strategies))
         if tuning is not None:
             from smtrain.cli.tuning_render import tuning_lines
 
@@ -295,8 +388,9 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
 @timeout_option
 @click.option("--local", "local_", is_flag=True,
               help="Run here instead: the same bundle and container contract, each host a process, no Docker.")
-@click.option("--cpu-replicas", type=click.IntRange(min=1), metavar="K",
-              help="--local: split the CPU into K logical devices so mirrored runs K replicas.")
+@click.option("--replicas-per-host", "--cpu-replicas", "replicas_per_host", type=click.IntRange(min=1), metavar="K",
+              help="--local: train with K replicas per host instead of the plan's (each host gets as many CPU "
+                   "devices as its planned GPUs by default; fewer use less memory).")
 @click.option("--python", "python_", type=click.Path(dir_okay=False, exists=True), metavar="PATH",
               help="--local: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
 @click.option("--verbose", is_flag=True,
@@ -309,7 +403,7 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
 @output_option("text", "json", "yaml")
 @_guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
-           logs_: bool, timeout: str | None, local_: bool, cpu_replicas: int | None, python_: str | None,
+           logs_: bool, timeout: str | None, local_: bool, replicas_per_host: int | None, python_: str | None,
            verbose: bool, no_quota_check: bool, strict: bool, output: str) -> None:
     """Submit a training job (or, with --dry-run, show exactly what would be sent).
 
@@ -325,8 +419,8 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     seconds = _parse_timeout(timeout)
     if dry_run and (wait_ or logs_ or timeout or local_):
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
-    if not local_ and (cpu_replicas or python_ or verbose):
-        raise click.UsageError("--cpu-replicas, --python and --verbose apply to --local runs")
+    if not local_ and (replicas_per_host or python_ or verbose):
+        raise click.UsageError("--replicas-per-host, --python and --verbose apply to --local runs")
     loaded = _load(spec_file, overrides)
     result = build_plan(loaded, _catalog(click.get_current_context()))
     # Warnings first: a large file is named before minutes of compressing it.
@@ -334,10 +428,12 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     # The plan's warnings too (a TensorFlow image past its end of patches): submit is where money is spent.
     # With -o json/yaml they are left to `validate`/`plan -o json`, which carry them in their documents.
     echo_problems((result.warnings if output == "text" else []) + bundle_warnings, label="warning")
-    if output == "text" or (strict and findings):  # else they travel in the JSON
+    if output == "text" or ((strict or any(f.is_error for f in findings)) and findings):  # else in the JSON
         _echo_findings(findings)
     _strict_exit(findings, strict)
     preflight = [f.to_dict() for f in findings]
+    if not local_:
+        _refuse_local_places(result)
     try:
         if local_:
             from smtrain.cli.render import local_submitted
@@ -346,7 +442,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
             request = local_request(result, job_name)
             backend = LocalBackend()
             job = backend.run(request, stream=sys.stdout if output == "text" else sys.stderr,
-                              cpu_replicas=cpu_replicas, python=python_, verbose=verbose)
+                              replicas_per_host=replicas_per_host, python=python_, verbose=verbose)
             _finish(job, False, output, {**local_submitted(request, job), "preflight": preflight}, metrics_of=backend)
             return
         if dry_run:
@@ -366,6 +462,18 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     except BundleError as exc:
         raise _bundle_refusal(loaded, exc) from exc
     _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
+
+
+def _refuse_local_places(plan: Plan) -> None:
+    """A spec for `submit --local` (inputs or output on this machine) refused by a dry run or a submit,
+    each at its own field."""
+    from smtrain.plan.request_limits import local_only_problems
+    from smtrain.spec.problems import Problem
+
+    local = local_only_problems(plan)
+    if local:
+        raise SpecError([Problem(p.path, "a place on this machine: SageMaker reads s3:// URIs only; give an "
+                                 "s3:// URI here, or run the spec with `submit --local`", p.location) for p in local])
 
 
 def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None,
@@ -663,6 +771,27 @@ def _newest_tf_version(region: str | None) -> str:
     return next((v for v in short if region in image_regions(v)), short[0])
 
 
+def _init_example(name: str, force: bool, output: str) -> None:
+    from smtrain.cli import examples
+    from smtrain.cli.render import dump
+
+    if name == "list":
+        listed = {n: examples.summary(n) for n in examples.names()}
+        if output != "text":
+            dump({"examples": listed}, output)
+        else:
+            click.echo("\n".join(f"{n:<22} {what}" for n, what in listed.items()))
+        return
+    written = examples.write_example(name, Path.cwd(), force=force)
+    if output != "text":
+        dump({"spec_file": str(written.spec), "files": [str(f) for f in written.files]}, output)
+        return
+    click.echo(f"wrote {', '.join(_shown(f) for f in written.files)}")
+    data = examples.demo_data_command(name)
+    click.echo(f"next: smtrain plan {_shown(written.spec)}" + (f"; to run it here: {data}, then smtrain submit "
+                                                               f"{_shown(written.spec)} --local" if data else ""))
+
+
 def _shown(path: Path) -> str:
     """A path as the user would type it: relative to the working directory where it is under it."""
     import shlex
@@ -675,17 +804,27 @@ def _shown(path: Path) -> str:
 
 
 @main.command()
-@click.argument("script", type=click.Path(dir_okay=True, path_type=Path))
+@click.argument("script", required=False, type=click.Path(dir_okay=True, path_type=Path))
 @click.argument("spec_file", metavar="[SPEC]", required=False, type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Replace SPEC if it exists.")
+@click.option("--example", metavar="NAME", help="Write example NAME (configs/NAME.yaml and its code) here instead; "
+              "--example list names them.")
 @output_option("text", "json", "yaml")
 @_guard
-def init(script: Path, spec_file: Path | None, force: bool, output: str) -> None:
+def init(script: Path | None, spec_file: Path | None, force: bool, example: str | None, output: str) -> None:
     """Write a starting job spec for your script (default: job.yaml beside it), then validate it.
 
     The options the script's argparse declares become hyperparameters with their defaults; the script
     runs unchanged, wrapped in the strategy smtrain picks. Never replaces a file without --force.
+    `smtrain init --example local-demo` writes one of the tested example specs instead.
     """
+    if example is not None:
+        if script is not None:
+            raise click.UsageError("--example writes an example spec: not with SCRIPT")
+        _init_example(example, force, output)
+        return
+    if script is None:
+        raise click.UsageError("Missing argument 'SCRIPT' (or --example NAME).")
     from smtrain.aws_config import default_region
     from smtrain.cli.render import dump
     from smtrain.plan.build import build_plan
@@ -720,17 +859,24 @@ def init(script: Path, spec_file: Path | None, force: bool, output: str) -> None
     warnings, findings = _check_code(loaded, plan)
     shown = _shown(target)
     steps = [f"smtrain plan {shown}", f"smtrain submit {shown} --dry-run", f"smtrain submit {shown} --local"]
+    errors = sum(f.is_error for f in findings)  # what the script does that no spec can make run
     if output != "text":
-        dump({"spec_file": str(target), "script": str(script), "valid": True,
+        dump({"spec_file": str(target), "script": str(script), "valid": not errors,
               "hyperparameters": hyperparameters(facts.args).values,
               "warnings": [w.render() for w in plan.warnings + warnings],
               "preflight": [f.to_dict() for f in findings], "next": steps}, output)
+        if errors:
+            click.get_current_context().exit(exit_codes.USAGE)
         return
     from smtrain.cli.render import echo_problems, valid_text
 
     echo_problems(plan.warnings + warnings, label="warning")
     _echo_findings(findings)
     click.echo(f"wrote {shown} for {_shown(script)}")
+    if errors:
+        click.echo(f"{shown} cannot run {_shown(script)} as it is: fix the {errors} preflight "
+                   f"error{'s' if errors != 1 else ''} above in the script, then: smtrain validate {shown}", err=True)
+        click.get_current_context().exit(exit_codes.USAGE)
     click.echo(valid_text(shown, plan))
     click.echo(f"Replace the placeholders in {shown} (role, output{', inputs' if loaded.spec.inputs else ''}), "
                "then:")

@@ -15,6 +15,7 @@ from smtrain.cli.costs import cost_cell, cost_rows
 from smtrain.jobs import EventFiles, JobInfo, LogEvent, reattach_command
 from smtrain.plan.build import Plan
 from smtrain.plan.catalog import InstanceType, Price, gib_text
+from smtrain.plan.preflight import StandIn
 from smtrain.redact import StreamMasker, mask_data, mask_text
 from smtrain.spec.problems import Problem, dotted
 from smtrain.spec.units import format_duration
@@ -82,8 +83,11 @@ def dry_run_text(rendered: dict[str, Any], region: str) -> str:
         source = channel["DataSource"]["S3DataSource"]
         lines.append(f"  input         {channel['ChannelName']}: {source['S3Uri']} ({channel.get('InputMode', 'File')})")
     hyper = request.get("HyperParameters", {})
-    lines.append(f"  hyperparams   {len(hyper)}: " + ", ".join(f"{k}={v}" for k, v in sorted(hyper.items())
-                                                            if not k.startswith("sagemaker_")))
+    # The script's own are listed; SageMaker's sagemaker_* (program, directory, region, ...) only counted.
+    shown = [f"{k}={v}" for k, v in sorted(hyper.items()) if not k.startswith("sagemaker_")]
+    theirs = len(hyper) - len(shown)
+    lines.append(f"  hyperparams   {len(shown)}" + (f" (+ {theirs} sagemaker_* of the toolkit's)" if theirs else "")
+                 + (": " + ", ".join(shown) if shown else ""))
     lines.append(f"  code          {upload['uri']} ({upload['bytes']:,} bytes, {len(upload['files'])} files, "
                  f"sha256 {upload['sha256'][:12]})")
     lines.append("The exact request: add -o json (or -o yaml).")
@@ -145,7 +149,7 @@ def _tensorflow_lines(t: dict[str, Any]) -> list[str]:
             f"                image: {where}"]
 
 
-def _program_lines(plan: Plan) -> list[str]:
+def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[str]:
     """What runs, and what applies to it: the maths for the bundled entrypoint, the rules for a wrap."""
     if plan.kind == "bundled":
         return _bundled_lines(plan)
@@ -162,14 +166,16 @@ def _program_lines(plan: Plan) -> list[str]:
         lines.append(f"  program       {plan.entry_point} (your script)")
     lines.append("  arguments     exactly hyperparameters: (plus --model_dir, as the SageMaker SDK adds it)")
     lines.append(f"  strategy told {plan.strategy_told}")
+    lines += [f"  your strategy {o.render()}" for o in own_strategies]
     added = plan.smtrain_environment
     if added:
         lines.append("  environment   " + " ".join(f"{k}={v}" for k, v in added.items()))
     return lines
 
 
-def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
-    """`smtrain plan` for people; `more_warnings` (the code bundle's) join the plan's own."""
+def plan_text(plan: Plan, more_warnings: Sequence[Problem] = (), own_strategies: Sequence[StandIn] = ()) -> str:
+    """`smtrain plan` for people; `more_warnings` (the code bundle's) join the plan's own; `own_strategies`:
+    what the wrap gives each strategy a wrapped script builds (smtrain.plan.preflight.stand_ins)."""
     s = plan.summary()
     i = plan.instance
     lines = [
@@ -181,7 +187,7 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         + (f", {plan.processes_per_host} processes per host" if plan.strategy in ("horovod", "smddp") else ""),
         f"  replicas      {plan.replicas}" + ("  per worker (workers step asynchronously)"
                                              if plan.strategy == "parameter_server" else ""),
-        *_program_lines(plan),
+        *_program_lines(plan, own_strategies),
         *([f"  code          git {plan.git.line()}"] if plan.git else []),
         *_tensorflow_lines(s["tensorflow"]),
         f"  distribution  {json.dumps(plan.distribution) if plan.distribution else 'none (SDK default)'}",
@@ -200,8 +206,13 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = ()) -> str:
         lines.append(f"                {i.name} price: {plan.cost.price_note}")
     lines += plan_lines(plan)
     lines.append(f"  tensorboard   {_tensorboard_line(plan)}")
-    lines.append(f"  metrics       {', '.join(['loss', 'accuracy', *plan.metrics])} (train: and validation: "
-                 "MetricDefinitions)")
+    if plan.metric_lines:
+        lines.append(f"  metrics       {', '.join(['loss', 'accuracy', *plan.metrics])} (train: and validation: "
+                     "MetricDefinitions)")
+    else:
+        lines.append(f"  metrics       none known: the MetricDefinitions read smtrain's metric line (`epoch=1 step=50 "
+                     f"loss=0.23 accuracy=0.91`), which {plan.script} does not print (Keras's `loss: 0.2300` is "
+                     "not it); to have them: code.wrap: true, or smtrain_tf.fit, or print `loss=` lines yourself")
     lines.append("Launch on each host (as the SageMaker TensorFlow container does it):")
     for h in plan.launch:
         lines.append(f"  {h.host}")
@@ -301,6 +312,8 @@ def job_text(job: JobInfo) -> str:
         rows.append(("failure", job.failure_reason))
     if job.model_artifacts:
         rows.append(("model", job.model_artifacts))
+    elif job.done and job.extra.get("model_elsewhere"):  # a local job that saved outside SM_MODEL_DIR
+        rows.append(("model", f"none in SM_MODEL_DIR: the job saved to {job.extra['model_elsewhere']} instead"))
     elif job.done:
         rows.append(("model", "none: the job saved no model"))
     rows += [(label, value) for label, value in (("console", job.console_url), ("logs", job.logs_url)) if value]

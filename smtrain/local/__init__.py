@@ -1,16 +1,22 @@
 """Backend, Request -> a job run here: the same bundle, the same container contract, hosts as processes.
 
     request.py    the local Request and its CreateTrainingJob request rendered offline (via sagemaker)
-    channels.py   input channels from directories, file:// or s3:// URIs
+    channels.py   input channels from directories, file:// or s3:// URIs (S3 access checked before the job)
     places.py     SMTRAIN_HOME and a local output checked and made before the job exists (exit 2 if not)
     job_env.py    code.requirements installed into the job's own virtual environment
+    tf_install.py the hosts' TensorFlow found without importing it: required, and set against tensorflow.version
     contract.py   one host's /opt/ml layout, config files and SM_* environment, as the toolkit sets them
     hosts.py      every host's directory laid out, the bundle unpacked into each
-    launch.py     the processes per host: TF_CONFIG on free ports, ps processes, one mpirun for MPI
+    launch.py     the processes per host, as the toolkit's: TF_CONFIG on free ports, ps servers, one mpirun for MPI
+    replica_layout.py  the replicas per host: the plan's, CPU devices standing in for GPUs (--replicas-per-host: fewer);
+                  hooks/sitecustomize.py splits the CPU for a hand-written script right after TensorFlow loads
     supervise.py  the process group: output streamed with host prefixes, one failure ends all
+    terminal_text.py  a host's line as a terminal shows it (progress bars' \r and \b resolved): logs, metrics
     tf_noise.py   TensorFlow's C++ start-up lines recognised (also behind mpirun's tags): log file only
     lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL
     artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them
+    stray_writes.py  what a job wrote outside its hosts' directories (this machine's /opt/ml, --model_dir)
+    mpi_failure.py   a failed Horovod/smddp job's reason: the failed rank's own error, not mpirun's trailer
     records.py    job records under SMTRAIN_HOME: status, list, logs of local jobs
     metric_series.py  a local job's metric series: its MetricDefinitions applied to a host's log
     backend.py    LocalBackend: run(), describe / list / logs / stop, event_files (TensorBoard's, in place)

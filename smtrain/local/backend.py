@@ -18,6 +18,7 @@ The job's record lives under ${SMTRAIN_HOME:-~/.smtrain}/local-jobs/<job>/ (see 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 import signal
@@ -30,14 +31,18 @@ from typing import TYPE_CHECKING, Any, TextIO
 from smtrain import exit_codes
 from smtrain.errors import UserError
 from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
+from smtrain.local import replica_layout
 from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
-from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, signal_group
+from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, describe_exit, signal_group
+from smtrain.local.terminal_text import as_shown, physical_lines
 from smtrain.plan import launch
 from smtrain.redact import mask_text
 
 if TYPE_CHECKING:  # the run path's modules load when a job runs: status/list/logs stay quick
+    from smtrain.local.channels import ChannelSource
     from smtrain.local.contract import HostLayout
     from smtrain.local.places import Place
+    from smtrain.local.tf_install import Found
     from smtrain.plan.build import Plan
     from smtrain.sagemaker.submit import Request
 
@@ -51,8 +56,14 @@ def local_request(plan: Plan, job_name: str | None = None) -> Request:
     return make(plan, job_name)
 
 
+# What a signal that ended a host's program usually means, for its failure reason.
+_SIGNAL_MEANING = {signal.SIGSEGV: " (a crash in native code: TensorFlow's C++ or a library's)",
+                   signal.SIGABRT: " (native code aborted: TensorFlow's C++ checks or a library's)",
+                   signal.SIGKILL: " (killed from outside: often the kernel's out-of-memory killer)",
+                   signal.SIGBUS: " (a crash in native code: bad memory access)"}
 FAILURE_REASON_MAX = 1024  # SageMaker keeps the first 1024 characters of output/failure
 LOG_POLL_DEFAULT = 0.5
+MPI_LOG_LINES = 5000  # where a failed rank's traceback is looked for: the end of the log, other ranks' lines included
 
 
 class _JobFailed(Exception):
@@ -71,12 +82,20 @@ def _artifacts_dir(request: Request, job_dir: Path) -> Path:
     return root / request.job_name / "output" if root is not None else job_dir / "output"
 
 
+def _channel_sources(body: dict[str, Any]) -> list[ChannelSource]:
+    from smtrain.local.channels import ChannelSource
+
+    return [ChannelSource(c["ChannelName"], c["DataSource"]["S3DataSource"]["S3Uri"],
+                          c["DataSource"]["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key")
+            for c in body.get("InputDataConfig", [])]
+
+
 def _tail(path: Path, lines: int) -> list[str]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    return [line.partition("\t")[2] for line in text.splitlines()[-lines:]]
+    return [as_shown(line.partition("\t")[2]) for line in physical_lines(text)[-lines:]]
 
 
 class LocalBackend:
@@ -150,9 +169,12 @@ class LocalBackend:
 
     # -- running a job ---------------------------------------------------------------------------
 
-    def run(self, request: Request, *, stream: TextIO | None = None, cpu_replicas: int | None = None,
+    def run(self, request: Request, *, stream: TextIO | None = None, replicas_per_host: int | None = None,
             grace: float = DEFAULT_GRACE, python: str | None = None, verbose: bool = False) -> JobInfo:
         """Run the job to its end here and return its final state (Completed, Failed or Stopped).
+
+        Each host trains with the plan's replicas, logical CPU devices standing in for its GPUs;
+        `replicas_per_host` runs fewer (smtrain.local.replica_layout).
 
         TensorFlow's start-up lines reach `stream` only when `verbose` or when their host fails;
         the host logs keep every line.
@@ -161,6 +183,8 @@ class LocalBackend:
         UserError and leave no job behind. Ctrl-C ends every process, records the job as
         Stopped, and then raises KeyboardInterrupt.
         """
+        from smtrain.local import stray_writes, tf_install
+        from smtrain.local.channels import check_s3_sources
         from smtrain.local.job_env import REQUIREMENTS, check_python
         from smtrain.local.launch import check_mpi
         from smtrain.local.request import render_local
@@ -171,20 +195,26 @@ class LocalBackend:
         body = render_local(request)
         hyperparameters = dict(body["HyperParameters"])
         environment = dict(body.get("Environment") or {})
-        if cpu_replicas:
-            # An environment variable, not a hyperparameter: an own script's arguments are its own (its
-            # argparse may refuse any other), and smtrain_tf reads SMTRAIN_<NAME> for every program.
-            environment["SMTRAIN_CPU_REPLICAS"] = str(cpu_replicas)
+        layout = replica_layout.choose(plan, replicas_per_host)
+        # An environment variable, not a hyperparameter: an own script's arguments are its own (its
+        # argparse may refuse any other), and smtrain_tf reads SMTRAIN_<NAME> for every program.
+        environment.update(layout.environment)
         base_python = python or sys.executable
         has_requirements = any(f.path == REQUIREMENTS for f in request.bundle.files)
         if python is not None:
             check_python(python, needs_venv=has_requirements)
         if plan.strategy in ("horovod", "smddp") and not has_requirements:
             check_mpi(plan.strategy, base_python)
+        tensorflow = tf_install.probe(base_python)
+        if not has_requirements:  # else its requirements.txt may bring TensorFlow into the job's environment
+            tf_install.require(tensorflow, chosen=python is not None)
+        check_s3_sources(_channel_sources(body), plan.region)
+        opt_ml = stray_writes.list_files()  # what a script writing a literal /opt/ml path would change
         output = self._open_job(request, body, stream, verbose)
         started = time.monotonic()
         try:
-            outcome, layouts = self._run(request, body, hyperparameters, environment, base_python, output, grace)
+            outcome, layouts = self._run(request, body, hyperparameters, environment, base_python, output, grace,
+                                         tensorflow, layout)
         except _JobFailed as exc:
             outcome, layouts = Outcome("Failed", "Failed", reason="prepare"), {}
             self.store.update(name, failure_reason=mask_text(str(exc))[:FAILURE_REASON_MAX])
@@ -198,6 +228,11 @@ class LocalBackend:
                          f"InternalError: smtrain failed while running the job: {type(exc).__name__}: {exc}")
             output.close()
             raise
+        model_dir = json.loads(hyperparameters.get("model_dir", "null"))
+        strays, saved = stray_writes.written(opt_ml, stray_writes.list_files()), stray_writes.model_dir_files(model_dir)
+        if strays or saved:  # where a summary saying "model none" should point
+            self.store.update(name, model_elsewhere=model_dir if saved else
+                              os.path.commonpath([os.path.dirname(p) for p in strays]))
         job = self._finish(name, outcome, layouts, self.store.read(name).get("failure_reason"))
         output.note(f"{name} {job.status}" + (f" ({job.secondary_status})" if job.secondary_status != job.status
                                                  else "") + f" after {time.monotonic() - started:.1f}s")
@@ -206,6 +241,9 @@ class LocalBackend:
         for label, path in (("model", job.model_artifacts), ("output", job.extra.get("output_artifacts"))):
             if path:
                 output.note(f"{label}: {path}")
+        for note in (stray_writes.stray_note(strays), stray_writes.model_dir_note(saved, model_dir)):
+            if note:
+                output.note(note)
         output.close()
         if outcome.reason == "interrupt":
             raise KeyboardInterrupt
@@ -274,16 +312,18 @@ class LocalBackend:
         }
 
     def _run(self, request: Request, body: dict[str, Any], hyperparameters: dict[str, str],
-             environment: dict[str, str], base_python: str, output: Output,
-             grace: float) -> tuple[Outcome, dict[str, HostLayout]]:
-        from smtrain.local.channels import ChannelSource, prepare_channels
+             environment: dict[str, str], base_python: str, output: Output, grace: float,
+             tensorflow: Found, replicas: replica_layout.ReplicaLayout) -> tuple[Outcome, dict[str, HostLayout]]:
+        from smtrain.local.channels import prepare_channels
         from smtrain.local.hosts import lay_out, write_bundle
         from smtrain.local.job_env import RequirementsError, install_requirements
         from smtrain.local.launch import host_processes
+        from smtrain.local.tf_install import probe, version_note
 
         plan, name = request.plan, request.job_name
         job_dir = self.store.job_dir(name)
         output.note(f"{name}: {plan.nodes} host(s), {plan.strategy}, in {job_dir}")
+        output.note(replicas.summary())
         from smtrain.plan.request_limits import sagemaker_only_notes
 
         for note in sagemaker_only_notes(plan.spec):
@@ -298,16 +338,14 @@ class LocalBackend:
             else job_dir / "sourcedir.tar.gz"
         write_bundle(request.bundle.data, bundle)
         hosts = lay_out(name, plan.region, body, hyperparameters, self.store.hosts_dir(name), bundle,
-                        environment=environment)
+                        environment=environment, python_path=replicas.python_path)
         first = hosts.names[0]
         if body.get("TensorBoardOutputConfig"):
             output.note(f"TensorBoard event files stay in {first}'s output/tensorboard (`smtrain tensorboard {name}`): "
                         f"a local run does not upload them to {body['TensorBoardOutputConfig']['S3OutputPath']}")
 
         self.store.update(name, secondary_status="Downloading")
-        sources = [ChannelSource(c["ChannelName"], c["DataSource"]["S3DataSource"]["S3Uri"],
-                                 c["DataSource"]["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key")
-                   for c in body.get("InputDataConfig", [])]
+        sources = _channel_sources(body)
         try:
             prepare_channels(sources, [{s.name: hosts.layouts[h].channel(s.name) for s in sources}
                                        for h in hosts.names], plan.base_dir, job_dir / "input-cache", plan.region)
@@ -318,6 +356,9 @@ class LocalBackend:
                                           lambda line: output.line(first, line))
         except RequirementsError as exc:
             raise _JobFailed(f"AlgorithmError: {exc}") from exc
+        note = version_note(tensorflow if python == base_python else probe(python), plan.framework_version)
+        if note:
+            output.note(note)
         try:
             specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
                                    hosts.env_for, entry_point=plan.entry_point, python=python,
@@ -376,6 +417,18 @@ class LocalBackend:
             text = ""
         if not text:
             last = " / ".join(line for line in _tail(log_dir / f"{outcome.host}.log", 3) if line.strip())
+            if outcome.command and Path(outcome.command[0]).name == "mpirun":
+                from smtrain.local.mpi_failure import rank_error
+
+                # mpirun's last lines are its trailer ("Process name: [[27333,1],1] / Exit code: 1"): the
+                # reason is the failed rank's own error.
+                found = rank_error(_tail(log_dir / f"{outcome.host}.log", MPI_LOG_LINES))
+                last = f"rank {found[0]}: {found[1]}" if found else last
+            if outcome.exit_code is not None and outcome.exit_code < 0:
+                # A signal, not the program's own exit: its last lines rarely say why (a crash inside
+                # TensorFlow's C++ prints nothing); name the signal first.
+                last = f"{describe_exit(outcome.exit_code)}{_SIGNAL_MEANING.get(-outcome.exit_code, '')}" + \
+                    (f" / {last}" if last else "")
             text = (f"ExecuteUserScriptError:\nExitCode {outcome.exit_code}\nErrorMessage \"{last}\"\n"
                     f"Command \"{' '.join(outcome.command)}\"")
             layout.failure_file.parent.mkdir(parents=True, exist_ok=True)

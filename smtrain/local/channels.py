@@ -98,6 +98,28 @@ def download_s3(uri: str, target: Path, region: str | None) -> Path:
     return target
 
 
+def check_s3_sources(sources: Sequence[ChannelSource], region: str | None) -> None:
+    """Before a job exists: the S3 channels can be listed with this machine's credentials (else UserError,
+    exit 4, as `submit` says it). One call per channel; an empty prefix is left to the job, whose download
+    fails with a ClientError as on SageMaker."""
+    uris = [s.uri for s in sources if s.uri.startswith("s3://")]
+    if not uris:
+        return
+    import boto3
+
+    from smtrain.sagemaker.aws import api_errors
+
+    for uri in uris:
+        with api_errors(f"read the input {uri}"):
+            session = boto3.session.Session(region_name=region)
+            if session.get_credentials() is None:  # what the first call would raise, without waiting for it
+                import botocore.exceptions
+
+                raise botocore.exceptions.NoCredentialsError()
+            bucket, prefix = _s3_parts(uri)
+            session.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+
+
 def materialize(source: ChannelSource, base_dir: Path, cache_dir: Path, region: str | None) -> Materialized:
     """Make `source` available on this machine (download S3 data into `cache_dir`)."""
     if source.uri.startswith("s3://"):

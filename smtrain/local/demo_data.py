@@ -1,4 +1,4 @@
-"""Write scikit-learn's digits or diabetes data (real data shipped with the package) as train/validation channels.
+"""Write scikit-learn's digits or diabetes data (real data shipped with scikit-learn) as train/validation channels.
 
     python -m smtrain.local.demo_data OUT_DIR [--dataset digits|diabetes] [--validation N] [--seed 0]
 
@@ -10,7 +10,7 @@ diabetes (a regression: ten measurements, the disease's progression a year later
 a header, OUT_DIR/train/part-0.csv and part-1.csv (two files, so that two workers can each read
 their own) and OUT_DIR/validation/part-0.csv, which configs/code/diabetes.py's data hook reads.
 
-Needs scikit-learn (the `test` extra; `make install` installs it).
+Needs scikit-learn, which the `local` extra installs (pip install 'smtrain[local]').
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         counts = write(args.out_dir, held_out if args.validation is None else args.validation, args.seed)
     except ImportError:
-        print("scikit-learn is needed: pip install scikit-learn (or `make install`)", file=sys.stderr)
+        print("scikit-learn is needed: pip install 'smtrain[local]' (or pip install scikit-learn)", file=sys.stderr)
         return 2
     print(f"wrote {counts['train']} training and {counts['validation']} validation {args.dataset} examples to "
           f"{args.out_dir}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,9 +92,10 @@ def unpack(bundle: Path, target: Path) -> None:
 
 def lay_out(job_name: str, region: str | None, request: Mapping[str, Any], hyperparameters: Mapping[str, str],
             hosts_dir: Path, bundle: Path, machine: Machine | None = None,
-            environment: Mapping[str, str] | None = None) -> Hosts:
+            environment: Mapping[str, str] | None = None, python_path: Sequence[str] = ()) -> Hosts:
     """Create every host's directory from the rendered `request`, with `hyperparameters` as the job's and
-    `environment` as the container's (default: the request's Environment)."""
+    `environment` as the container's (default: the request's Environment); `python_path` goes on the hosts'
+    PYTHONPATH after the code directory (local-run hooks)."""
     names = launch.host_names(request["ResourceConfig"]["InstanceCount"])
     instance_type = request["ResourceConfig"]["InstanceType"]
     channels = input_data_config(request)
@@ -106,7 +107,10 @@ def lay_out(job_name: str, region: str | None, request: Mapping[str, Any], hyper
         hps[host] = _rebased(hyperparameters, layout)
         resources[host] = resource_config(names, host, instance_type, NETWORK_INTERFACE)
         write_config_files(layout, hps[host], resources[host], channels)
+    base_env = dict(os.environ)
+    if python_path:
+        base_env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [base_env.get("PYTHONPATH")])])
     return Hosts(job_name=job_name, region=region, layouts=layouts, hyperparameters=hps, resources=resources,
-                 channels=channels,
+                 channels=channels, base_env=base_env,
                  container_env=dict(request.get("Environment") or {} if environment is None else environment),
                  machine=machine or Machine.here())

@@ -2,6 +2,8 @@
 
 The TF_CONFIG builders and the host names come from smtrain.plan.launch (the toolkits' layouts);
 only the addresses change: every host:port becomes 127.0.0.1 and a free port of this machine.
+A parameter-server host runs a bare tf.distribute.Server as its ps task and the entry point once,
+as master or worker: the user's code never runs as the ps task.
 Horovod and smddp run one mpirun on the first host for all ranks, as SageMaker does, with the
 options that keep Open MPI on loopback and shared memory here.
 """
@@ -24,6 +26,17 @@ from smtrain.plan import launch
 
 # Modules the ranks import, per MPI strategy (checked before anything starts).
 _MPI_MODULES = {"horovod": ("mpi4py", "horovod.tensorflow"), "smddp": ("mpi4py", "smdistributed.dataparallel")}
+# The ps task as sagemaker-tensorflow-training's `_run_ps` runs it: a bare tf.distribute.Server, its GPUs
+# hidden, serving until the host ends; the cluster comes from the TF_CONFIG the toolkit builds for it.
+PS_SERVER = """\
+import json, os
+import tensorflow as tf
+tf_config = json.loads(os.environ["TF_CONFIG"])
+server = tf.distribute.Server(tf.train.ClusterSpec(tf_config["cluster"]), job_name="ps",
+                              task_index=tf_config["task"]["index"],
+                              config=tf.compat.v1.ConfigProto(device_count={"GPU": 0}))
+server.join()
+"""
 # (host, TF_CONFIG or None) -> the environment of a process on that host
 EnvFor = Callable[[str, dict[str, Any] | None], dict[str, str]]
 
@@ -119,9 +132,8 @@ def host_processes(strategy: str, hosts: Sequence[str], code_dirs: Mapping[str, 
         address = loopback_addresses(hosts, [launch.PS_WORKER_PORT, launch.PS_SERVER_PORT])
         for host in hosts:
             ps_env = env_for(host, launch.tf_config_ps(hosts, host, ps_task=True, address=address))
-            # The toolkit starts this host's parameter server before its worker.
-            specs.append(ProcessSpec(host, program(entry_point, python, args_for(host)), ps_env, code_dirs[host],
-                                     role=AUX, label="ps"))
+            # The toolkit starts this host's parameter server (no user code) before its worker.
+            specs.append(ProcessSpec(host, [python, "-c", PS_SERVER], ps_env, code_dirs[host], role=AUX, label="ps"))
             env = env_for(host, launch.tf_config_ps(hosts, host, address=address))
             specs.append(ProcessSpec(host, program(entry_point, python, args_for(host)), env, code_dirs[host]))
     elif strategy in ("horovod", "smddp"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from smtrain.jobs import JobInfo, JobMetrics
 from smtrain.local.supervise import parse_log_line
+from smtrain.local.terminal_text import as_shown, physical_lines
 from smtrain.plan import java_regex
 from smtrain.sagemaker.metric_series import by_epoch, check_host
 
@@ -61,7 +62,9 @@ def _lines(log: Path) -> list[tuple[dt.datetime, str]]:
         text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []  # the host has written nothing yet
-    return [parsed for parsed in map(parse_log_line, text.splitlines()) if parsed is not None]
+    # Each line as a terminal shows it: a progress bar's last state, then what was printed after it.
+    return [(parsed[0], as_shown(parsed[1])) for parsed in map(parse_log_line, physical_lines(text))
+            if parsed is not None]
 
 
 def read_metrics(record: Mapping[str, Any], job: JobInfo, log_dir: Path, host: str | None = None) -> JobMetrics:

@@ -21,6 +21,7 @@ from typing import Any
 
 from smtrain.jobs import JobInfo, LogEvent
 from smtrain.local.supervise import parse_log_line
+from smtrain.local.terminal_text import as_shown, physical_lines
 
 HOME_ENV = "SMTRAIN_HOME"
 RECORD = "record.json"
@@ -122,7 +123,8 @@ def job_info(record: dict[str, Any]) -> JobInfo:
         instance_type=record.get("instance_type"), instance_count=record.get("instance_count"),
         failure_reason=record.get("failure_reason"), model_artifacts=record.get("model_artifacts"),
         console_url=None, logs_url=Path(logs).as_uri() if logs else None, region=record.get("region"),
-        extra={k: record.get(k) for k in ("job_dir", "output_artifacts", "exit_code", "failed_host", "strategy")},
+        extra={k: record.get(k) for k in ("job_dir", "output_artifacts", "exit_code", "failed_host", "strategy",
+                                            "model_elsewhere")},
     )
 
 
@@ -137,10 +139,10 @@ def _events(path: Path, offset: int = 0) -> tuple[list[LogEvent], int]:
         return [], offset
     end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
     events = []
-    for raw in data[:end].decode("utf-8", errors="replace").splitlines():
+    for raw in physical_lines(data[:end].decode("utf-8", errors="replace")):
         parsed = parse_log_line(raw)
         if parsed is not None:
-            events.append(LogEvent(host=host, timestamp=parsed[0], message=parsed[1]))
+            events.append(LogEvent(host=host, timestamp=parsed[0], message=as_shown(parsed[1])))
     return events, offset + end
 
 

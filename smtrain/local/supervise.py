@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TextIO
 
 from smtrain.local.lifeline import Lifeline
-from smtrain.local.tf_noise import is_noise
+from smtrain.local.terminal_text import as_shown
+from smtrain.local.tf_noise import NoiseFilter
 from smtrain.redact import StreamMasker, mask_text
 
 MAIN = "main"  # the job is done when every main process has exited 0
@@ -128,6 +129,7 @@ class Output:
         self._mask = StreamMasker()  # per host: a private key block printed over several lines
         self._hidden: dict[str, deque[str]] = {}  # per host: the last HIDDEN_SHOWN noise lines held back
         self._hidden_count: dict[str, int] = {}
+        self._noise = NoiseFilter()  # follows each host's lines: some noise spans several
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def log_file(self, host: str) -> Path:
@@ -141,11 +143,13 @@ class Output:
                 handle = self._files[host] = open(self.log_file(host), "a", encoding="utf-8")  # noqa: SIM115
             handle.write(format_log_line(utc_now(), message))
             handle.flush()
-            if not self._verbose and is_noise(message):
+            if self._noise(host, message) and not self._verbose:
                 self._hidden.setdefault(host, deque(maxlen=HIDDEN_SHOWN)).append(message)
                 self._hidden_count[host] = self._hidden_count.get(host, 0) + 1
                 return
-            self._show(f"[{host}] {message}\n")
+            # The terminal gets each line as a terminal would have drawn it: behind the [host] prefix a
+            # progress bar's carriage returns would otherwise overwrite the prefix itself.
+            self._show(f"[{host}] {as_shown(message)}\n")
 
     def show_hidden(self, host: str) -> None:
         """After `host` failed: the noise lines of it that the terminal did not show, the last HIDDEN_SHOWN.
@@ -288,7 +292,6 @@ class Supervisor:
             return self._outcome("Stopped", "Stopped", reason="stop")
 
     def _watch(self, began: float) -> Outcome:
-        done_at: float | None = None  # when the last main process exited 0
         while True:
             failed = self._poll()
             if failed is not None:
@@ -301,14 +304,10 @@ class Supervisor:
                 return self._outcome("Failed", "Failed", reason="failure", host=host, failed=running, exit_code=code)
             mains = [r for r in self.running if r.spec.role == MAIN]
             if all(r.exit_code == 0 for r in mains):
-                if done_at is None:
-                    done_at = time.monotonic()
-                aux_alive = [r for r in self.running if r.exit_code is None]
-                if not aux_alive:
-                    return self._outcome("Completed", "Completed")
-                if time.monotonic() - done_at > self.grace:
-                    self._end()  # the parameter servers had their chance to notice and leave
-                    return self._outcome("Completed", "Completed")
+                # A parameter server serves until its host ends, as the toolkit's does: waiting for it is moot.
+                if any(r.exit_code is None for r in self.running):
+                    self._end()
+                return self._outcome("Completed", "Completed")
             if self.max_run is not None and time.monotonic() - began > self.max_run:
                 self.output.note(f"max_run ({self.max_run:g}s) exceeded: ending every process")
                 self._end()

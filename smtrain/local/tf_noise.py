@@ -1,4 +1,4 @@
-"""TensorFlow's C++ start-up lines, recognised so that a local run's terminal can leave them out.
+"""TensorFlow's C++ start-up lines (and a few others), recognised so that a local run's terminal can leave them out.
 
 Every TensorFlow process prints a few lines from its C++ runtime before the program says anything:
 notices about the build (oneDNN, CPU instructions), about GPU libraries a CPU run does not use, and
@@ -10,7 +10,9 @@ fails (smtrain.local.supervise).
 Only the messages below are recognised, by their text, never by level or file alone: an unknown
 C++ warning or error, a Python warning, a traceback or a metric line is always shown. Each
 message must fill the whole line (after its log header), so a line that mpirun merged with
-another rank's output is shown rather than hidden with it.
+another rank's output is shown rather than hidden with it. A few messages run over several lines
+(a dataset's definition, gRPC's details): `NoiseFilter` follows a host's lines and takes those that
+belong to such a message, by their form, to the message's end.
 
 TensorFlow prints a C++ log line in one of two layouts:
 
@@ -62,6 +64,16 @@ LOGGED = tuple(re.compile(pattern) for pattern in (
     # tf.data ends an iteration by aborting the executor's rendezvous with OUT_OF_RANGE: the end of the data
     # (each epoch's end, in some versions), not an error.
     r"Local rendezvous is aborting with status: OUT_OF_RANGE: End of sequence",
+    # A multi-worker tf.data input that is not a list of files is sharded by DATA (every worker reads all of
+    # it and keeps its share): TF 2.13 says so for every dataset it distributes, followed by the source
+    # dataset's NodeDef, 70 lines of it (MULTI_LINE). The run works as written.
+    r"AUTO sharding policy will apply DATA sharding policy as it failed to apply FILE sharding policy because of"
+    r" the following reason: .*",
+    r"The `assert_cardinality` transformation is currently not handled by the auto-shard rewrite and will be"
+    r" removed\.",
+    # After a multi-worker run, a worker whose chief has already exited loses the coordination service on its
+    # way out; followed by gRPC's details (MULTI_LINE). When the host failed, show_hidden brings it back.
+    r"BaseCollectiveExecutor::StartAbort UNAVAILABLE: Failed to send RPC to coordination service\..*",
 ))
 
 # Whole lines without a header.
@@ -83,6 +95,76 @@ def _one_line_is_noise(text: str) -> bool:
         return False
     message = text[header.end():].strip()
     return any(p.fullmatch(message) for p in LOGGED)
+
+
+class _NodeDefDump:
+    """The lines after auto_shard's notice: a NodeDef in protobuf text, then an empty line. Only its fields are
+    taken at the outer level, so a program's own `loss: 0.3` after the dump is never swallowed."""
+
+    FIELDS = ("op", "input", "device", "attr", "experimental_debug_info", "experimental_type")
+    _LINE = re.compile(r"\s*(?:([A-Za-z_][\w.]*)(: .*| \{)|(\}))")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.ended = False
+
+    def takes(self, text: str) -> bool:
+        if self.ended:
+            return False
+        if not text.strip():
+            self.ended = self.depth == 0  # the blank line that ends the dump
+            return self.ended
+        line = self._LINE.fullmatch(text)
+        if line is None or (self.depth == 0 and line.group(1) not in self.FIELDS):
+            return False
+        if line.group(3):
+            self.depth -= 1
+        elif line.group(2) == " {":
+            self.depth += 1
+        return self.depth >= 0
+
+
+class _GrpcDetails:
+    """The lines a gRPC status carries after its message: where it came from, its JSON, its payloads."""
+
+    _LINE = re.compile(r"Additional GRPC error information from remote target .*|:\{.*\}|\[type\.googleapis\.com/.*\]"
+                       r"|")
+
+    def takes(self, text: str) -> bool:
+        return self._LINE.fullmatch(text.strip()) is not None
+
+
+# A noise message whose next lines belong to it: what reads them.
+MULTI_LINE = ((re.compile(r"AUTO sharding policy will apply DATA .*Found an unshardable source dataset: .*"), _NodeDefDump),
+              (re.compile(r"(?:\w+::)*StartAbort UNAVAILABLE: .*"), _GrpcDetails))
+
+
+class NoiseFilter:
+    """`is_noise` for a stream of lines: a noise message that spans lines (MULTI_LINE) is noise to its end.
+
+    One per run; its memory is kept per host and, under mpirun, per rank (each rank's lines carry its tag).
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], _NodeDefDump | _GrpcDetails] = {}
+
+    def __call__(self, host: str, line: str) -> bool:
+        tag = _MPI_TAG.match(line)
+        key = (host, tag.group() if tag else "")
+        text = _MPI_TAG.sub("", line)
+        rest = self._open.get(key)
+        if rest is not None:
+            if rest.takes(text):
+                return True
+            del self._open[key]
+        if not is_noise(line):
+            return False
+        header = _HEADER.match(text.strip())
+        message = text.strip()[header.end():] if header else ""
+        for pattern, reader in MULTI_LINE:
+            if pattern.fullmatch(message):
+                self._open[key] = reader()
+        return True
 
 
 def is_noise(line: str) -> bool:

@@ -25,9 +25,13 @@
     java_regex.py    AWS's Java patterns translated for Python's re (Unicode categories, nested classes, Java's `.` and `$`)
     request_limits.py   a request's limit violations at the spec fields behind them; what is --local only
     preflight.py     the scan of an own script's code (ast only): which files, the job's context, findings
-    preflight_rules.py  its rules on APIs TensorFlow removed, strategies, Keras 3's fit, CUDA_VISIBLE_DEVICES,
-                     argparse against the hyperparameters
-    preflight_io.py  its rules on local paths and on the model saved by every worker
+    preflight_rules.py  its rules on APIs TensorFlow removed, strategies (and those a wrap cannot stand for),
+                     Horovod and TF_CONFIG against the job, Keras 3's fit, CUDA_VISIBLE_DEVICES, argparse
+                     against the hyperparameters (an error where argparse exits for certain)
+    preflight_io.py  its rules on local paths, literal /opt/ml paths, saves to args.model_dir (an s3:// URI)
+                     and on the model saved by every worker
+    preflight_keras.py  its rules on what Keras 3 refuses at run time: optimizers given lr=, model.save()
+                     without a .keras/.h5 path
     preflight_names.py  what a name in a script stands for, through its imports
     git_source.py    code.git: the repository cloned into a cache, the commit resolved once, a checkout per
                      commit that the job is planned and bundled from as its source_dir

@@ -101,6 +101,9 @@ class Plan:
     environment: dict[str, str] = field(default_factory=dict)
     # Metrics the model reports beyond loss and accuracy: each gets MetricDefinitions (declared_metrics.py).
     metrics: tuple[str, ...] = ()
+    # Whether the program's output has the metric lines those definitions read: False for a hand-written
+    # script that neither trains through smtrain_tf nor prints `loss=...` itself (declared_metrics.py).
+    metric_lines: bool = True
     # Where the job may run, in the order SageMaker tries them (compute.prefer), else the one instance
     # above; the first with capacity runs (smtrain.plan.choices).
     choices: tuple[choices.Choice, ...] = ()
@@ -167,7 +170,8 @@ class Plan:
                          "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate},
             "tensorboard": self.tensorboard(),
             "choices": [c.summary() for c in self.choices],
-            "metrics": ["loss", "accuracy", *self.metrics],
+            # What the MetricDefinitions will read: none for a script whose output has no metric line.
+            "metrics": ["loss", "accuracy", *self.metrics] if self.metric_lines else [],
             "warnings": [w.render() for w in self.warnings],
         }
 
@@ -238,6 +242,25 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog, today: date | None = None, 
     """Decide everything about the job; raise SpecError (with positions) if it cannot run. `today` (UTC by
     default) decides which TensorFlow images are still patched. code.git is cloned and its commit resolved
     first (fetch_code=False: a remote repository only as far as the cache answers, for validate)."""
+    plan, problems = plan_with_problems(loaded, catalog, today, fetch_code=fetch_code)
+    if problems or plan is None:
+        raise SpecError(problems)
+    return plan
+
+
+def plan_with_problems(loaded: LoadedSpec, catalog: Catalog, today: date | None = None, *,
+                       fetch_code: bool = True) -> tuple[Plan | None, list[Problem]]:
+    """build_plan for `validate`, which reports every problem in one run: the plan's problems, and the
+    plan as the spec asks for it even so (the code's checks read it), or None where no plan can be
+    made (an instance type the catalog does not know, a repository that cannot be read)."""
+    try:
+        return _build(loaded, catalog, today, fetch_code)
+    except SpecError as exc:
+        return None, list(exc.problems)
+
+
+def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code: bool
+           ) -> tuple[Plan | None, list[Problem]]:
     loaded, git = git_source.resolve(loaded, fetch=fetch_code)
     spec = loaded.spec
     problems: list[Problem] = []
@@ -266,8 +289,6 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog, today: date | None = None, 
     decided = choices.decide(loaded, choices.candidates(loaded, catalog, instance), framework_version)
     problems += decided.errors
     warnings += decided.warnings + choices.auto_only_warnings(loaded)
-    first = decided.choices[0]
-    nodes, strategy, strategy_reason = first.nodes, first.strategy, first.strategy_reason
     if spec.code.entry_point is None:
         errors, notes = entrypoint_rules.check(loaded, framework_version, py_version)
         problems += errors
@@ -279,9 +300,30 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog, today: date | None = None, 
         environment, git_clashes, git_notes = git_source.plan_environment(loaded, git, environment)
         problems += git_clashes
         warnings += git_notes
-    if problems:
-        raise SpecError(problems)
+    try:
+        plan = _plan(loaded, catalog, git, decided, instance, instance_reason, tf_image, environment, warnings,
+                     region)
+    except Exception:
+        if not problems:
+            raise
+        return None, problems  # the problems above left nothing to make a plan of
+    # Every CreateTrainingJob limit of botocore's model, on the request this plan leads to.
+    try:
+        limits = preview_problems(plan)
+    except Exception:
+        if not problems:
+            raise
+        limits = []  # a request of a plan with problems may not render: they are what to fix first
+    return plan, problems + limits
 
+
+def _plan(loaded: LoadedSpec, catalog: Catalog, git: git_source.GitCheckout | None, decided: choices.Decided,
+          instance: InstanceType, instance_reason: str, tf_image: TfChoice, environment: dict[str, str],
+          warnings: list[Problem], region: str | None) -> Plan:
+    spec = loaded.spec
+    framework_version, py_version = tf_image.version, tf_image.python
+    first = decided.choices[0]
+    nodes, strategy, strategy_reason = first.nodes, first.strategy, first.strategy_reason
     processes, replicas = first.processes_per_host, first.replicas
     kind = program.kind(spec)
     hps = program.hyperparameters(spec)
@@ -326,12 +368,9 @@ def build_plan(loaded: LoadedSpec, catalog: Catalog, today: date | None = None, 
         strategy_told=program.strategy_told(kind, strategy, nodes, instance.gpus, processes),
         environment=environment,
         metrics=declared_metrics.declared(spec, loaded.base_dir),
+        metric_lines=declared_metrics.prints_metric_lines(spec, loaded.base_dir),
         git=git,
         warnings=warnings,
         source=loaded.source,
     )
-    # Every CreateTrainingJob limit of botocore's model, on the request this plan leads to.
-    limits = preview_problems(plan)
-    if limits:
-        raise SpecError(limits)
     return plan

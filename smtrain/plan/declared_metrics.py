@@ -13,6 +13,9 @@ the entry point for an own script):
 - `{"output": [...]}` (a model with several outputs) names them `<output>_<metric>`.
 
 Metrics built at run time (a variable, a comprehension) cannot be seen here: `metrics:` names them.
+
+Those definitions read smtrain's metric line only: a hand-written script that neither trains through
+smtrain_tf nor prints `name=value` itself reports none of them (prints_metric_lines), and the plan says so.
 """
 
 from __future__ import annotations
@@ -100,6 +103,34 @@ def _compiling_file(spec: Spec, base_dir: Path) -> Path | None:
     module = spec.training.model.split(":")[0]
     base = root.joinpath(*module.split("."))
     return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+
+
+# A metric line as the MetricDefinitions read it: ` loss=0.23` (smtrain_tf's epoch line), never Keras's
+# progress bar (`loss: 0.2300`).
+_METRIC_TEXT = re.compile(r"(?:^|\s)(?:val_)?(?:loss|accuracy)=")
+
+
+def prints_metric_lines(spec: Spec, base_dir: Path) -> bool:
+    """Whether the job's output has lines the MetricDefinitions read (`epoch=1 step=50 loss=0.23 ...`):
+    the bundled entrypoint's and the wrap's always; a hand-written script's only through smtrain_tf.fit, or
+    where its own code prints `name=value` metric text. A script read as unknown counts as printing them."""
+    if program.kind(spec) != program.OWN:
+        return True
+    path = _compiling_file(spec, base_dir)
+    if path is None or not path.is_file():
+        return True
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # validate and the preflight scan report it
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(m.split(".")[0] == "smtrain_tf" for m in modules):
+                return True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _METRIC_TEXT.search(node.value):
+            return True
+    return False
 
 
 def declared(spec: Spec, base_dir: Path) -> tuple[str, ...]:

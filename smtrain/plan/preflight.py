@@ -10,7 +10,9 @@ It runs for own scripts (code.entry_point) in validate, plan and submit. Which f
   model saved by every worker, argparse against the hyperparameters. A second script beside the entry
   point is not what runs, and is not judged by this job.
 
-preflight_rules.py, preflight_io.py and preflight_names.py hold the rules and what they share.
+preflight_rules.py, preflight_io.py, preflight_keras.py and preflight_names.py hold the rules and what they
+share. A finding is an error where the job would fail there for certain (validate, plan and submit then
+exit 2, nothing sent), else a warning.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from smtrain.plan import preflight_io, preflight_rules
+from smtrain.plan import preflight_io, preflight_keras, preflight_rules
 from smtrain.plan.distribution import version_tuple
 from smtrain.plan.preflight_names import Names
-from smtrain.plan.preflight_rules import Hit, JobContext
+from smtrain.plan.preflight_rules import ERROR, WARNING, Hit, JobContext
 from smtrain.spec.script_args import ScriptArgs, script_args
 
 if TYPE_CHECKING:
@@ -42,12 +44,18 @@ class Finding:
     rule: str
     message: str
     fix: str
+    severity: str = WARNING  # ERROR: the job would fail for certain; nothing is sent
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message, "fix": self.fix}
+        return {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message, "fix": self.fix,
+                "severity": self.severity}
 
-    def render(self, label: str = "warning") -> str:
-        return f"{self.file}:{self.line}: {label}: {self.message} (fix: {self.fix})"
+    def render(self, label: str | None = None) -> str:
+        return f"{self.file}:{self.line}: {label or self.severity}: {self.message} (fix: {self.fix})"
 
 
 def context_of(plan: Plan) -> JobContext:
@@ -58,7 +66,8 @@ def context_of(plan: Plan) -> JobContext:
     processes = plan.nodes * (plan.processes_per_host if plan.strategy in preflight_rules.MPI_STRATEGIES else 1)
     return JobContext(nodes=plan.nodes, gpus=plan.instance.gpus, strategy=plan.strategy, processes=processes,
                       wrapped=bool(spec.code.wrap), keras3=keras3, framework_version=version,
-                      hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs))
+                      hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs),
+                      tf_config=any(h.tf_config for h in plan.launch))
 
 
 @dataclass
@@ -166,13 +175,15 @@ def _grouped(rel: str, hits: Iterable[Hit]) -> list[Finding]:
     for (rule, message), same in by_key.items():
         lines = sorted({h.line for h in same})
         more = f" (also line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if len(lines) > 1 else ""
-        found.append(Finding(rel, lines[0], rule, message + more, same[0].fix))
+        found.append(Finding(rel, lines[0], rule, message + more, same[0].fix,
+                             ERROR if any(h.severity == ERROR for h in same) else WARNING))
     return found
 
 
-def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobContext) -> list[tuple[str, Hit]]:
+def _script_args(running: list[str], parsed: dict[str, _Parsed]) -> tuple[ScriptArgs, dict[int, str],
+                                                                          list[tuple[str, ScriptArgs]]]:
     """The parser may be built in the entry point or in a module it imports: the declarations of every
-    file that runs count together; the finding about the command line sits at the call that parses it."""
+    file that runs count together. (merged, option id -> its file, (file, its own) per file)"""
     merged, files_of, per_file = ScriptArgs(), {}, []
     for rel in running:
         tree = parsed[rel].tree
@@ -182,6 +193,18 @@ def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobC
         files_of.update({id(option): rel for option in args.options})
         per_file.append((rel, args))
         merged = merged.merged(args)
+    return merged, files_of, per_file
+
+
+def _model_dir_dest(merged: ScriptArgs) -> str | None:
+    """Where the script keeps the `--model_dir s3://...` SageMaker passes it: the attribute of its args."""
+    option = merged.option_for("model_dir") if merged.parses else None
+    return option.dest if option is not None and option.takes_value else None
+
+
+def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobContext) -> list[tuple[str, Hit]]:
+    """The finding about the command line sits at the call that parses it."""
+    merged, files_of, per_file = _script_args(running, parsed)
     parsing = [(rel, args) for rel, args in per_file if args.strict] or [(rel, a) for rel, a in per_file if a.parses]
     if not parsing:
         return []
@@ -189,16 +212,23 @@ def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobC
     return list(preflight_rules.argparse_hits(merged, job, (rel, args.parse_line or 1), files_of))
 
 
-def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobContext,
-               py_version: str | None = None) -> list[Finding]:
-    """Every finding for a job whose code is `files` ((relative path, file)), run as `entry_point`."""
+def _read(entry_point: str, files: Sequence[tuple[str, Path]], py_version: str | None
+          ) -> tuple[dict[str, _Parsed], list[str]]:
+    """Every file parsed, and the ones that run (the entry point first)."""
     container = _python_tag(py_version)
     parsed: dict[str, _Parsed] = {}
     for rel, path in files:
         result = _parse(rel, path, container)
         if result is not None:
             parsed[rel] = result
-    running = _running(entry_point, parsed)
+    return parsed, _running(entry_point, parsed)
+
+
+def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobContext,
+               py_version: str | None = None) -> list[Finding]:
+    """Every finding for a job whose code is `files` ((relative path, file)), run as `entry_point`."""
+    parsed, running = _read(entry_point, files, py_version)
+    model_dir = _model_dir_dest(_script_args(running, parsed)[0])
     hits: dict[str, list[Hit]] = {rel: [] for rel in parsed}
     for rel, item in parsed.items():
         if item.problem is not None:
@@ -209,9 +239,12 @@ def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobCont
         hits[rel] += preflight_rules.api_hits(item.tree, names)
         if rel in running:
             for rule in (preflight_rules.strategy_hits, preflight_rules.fit_hits, preflight_io.path_hits,
-                         preflight_io.save_hits):
+                         preflight_io.save_hits, preflight_keras.lr_hits, preflight_keras.save_format_hits,
+                         preflight_rules.wrap_strategy_hits, preflight_rules.job_shape_hits):
                 hits[rel] += rule(item.tree, names, job)
             hits[rel] += preflight_rules.cuda_hits(item.tree, names)
+            hits[rel] += preflight_io.opt_ml_hits(item.tree, names)
+            hits[rel] += preflight_io.model_dir_hits(item.tree, names, job, model_dir)
     for rel, hit in _argparse_findings(running, parsed, job):
         hits[rel].append(hit)
     findings = [f for rel, found in hits.items() for f in _grouped(rel, found)]
@@ -224,6 +257,63 @@ def _entry(entry_point: str) -> str:
     return PurePosixPath(entry_point.replace("\\", "/")).as_posix().removeprefix("./")
 
 
+@dataclass(frozen=True)
+class StandIn:
+    """A strategy a wrapped script builds itself, and what the wrap gives it instead."""
+
+    file: str
+    line: int
+    builds: str  # MirroredStrategy()
+    becomes: str  # the job's multi_worker_mirrored strategy (2 hosts x 4 replicas)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "builds": self.builds, "becomes": self.becomes}
+
+    def render(self) -> str:
+        return f"{self.file}:{self.line} builds {self.builds}: under the wrap it is {self.becomes}"
+
+
+def _job_strategy(plan: Plan) -> str:
+    per_host = max(1, plan.replicas // max(1, plan.nodes))
+    hosts = f"{plan.nodes} host{'s' if plan.nodes != 1 else ''}"
+    shape = f"{hosts} x {per_host} replica{'s' if per_host != 1 else ''}"
+    if plan.strategy == "none":
+        return f"the job's default strategy, one device ({shape})"
+    return f"the job's {plan.strategy} strategy ({shape})"
+
+
+def stand_ins(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[StandIn]:
+    """For a wrapped script: each MirroredStrategy() / MultiWorkerMirroredStrategy() it builds in the files
+    that run, which the wrap answers with the job's strategy; [] for any other program."""
+    code = plan.spec.code
+    if not code.wrap or code.entry_point is None:
+        return []
+    parsed, running = _read(_entry(code.entry_point), _with_entry(plan, files), plan.py_version)
+    found = []
+    for rel in running:
+        tree = parsed[rel].tree
+        if tree is None:
+            continue
+        for built in preflight_rules.strategies_of(tree, Names(tree)):
+            if built.name in preflight_rules.WRAP_STANDS_FOR and not built.explicit:
+                found.append(StandIn(rel, built.line, built.call, _job_strategy(plan)))
+    rank = {rel: i for i, rel in enumerate(running)}
+    return sorted(found, key=lambda s: (rank[s.file], s.line))
+
+
+def _with_entry(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[tuple[str, Path]]:
+    """The shipped files, and the entry point even where an ignore rule leaves it out (the job starts it)."""
+    code = plan.spec.code
+    files = list(files)
+    if code.entry_point is None or code.source_dir is None:
+        return files
+    source = (plan.base_dir / code.source_dir).resolve()
+    entry = _entry(code.entry_point)
+    if entry not in {rel for rel, _ in files} and (source / entry).is_file():
+        files.append((entry, source / entry))
+    return files
+
+
 def scan(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[Finding]:
     """The findings for this plan's own script; [] for the bundled entrypoint.
 
@@ -233,9 +323,4 @@ def scan(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[Finding]:
     code = plan.spec.code
     if code.entry_point is None or code.source_dir is None:
         return []
-    source = (plan.base_dir / code.source_dir).resolve()
-    entry = _entry(code.entry_point)
-    files = list(files)
-    if entry not in {rel for rel, _ in files} and (source / entry).is_file():
-        files.append((entry, source / entry))  # left out by an ignore rule: still what the job starts
-    return scan_files(entry, files, context_of(plan), plan.py_version)
+    return scan_files(_entry(code.entry_point), _with_entry(plan, files), context_of(plan), plan.py_version)

@@ -173,9 +173,9 @@ def path_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
 # --- the model saved by every worker ---------------------------------------------------------------
 
 # Receivers whose save is no model's (a checkpoint, an image, a figure, a data frame, an array).
-_NOT_A_MODEL = re.compile(r"(?i)ckpt|checkpoint|manager|img|image|fig|plot|plt|writer|^df$|frame|tokeni[sz]er"
+NOT_A_MODEL = re.compile(r"(?i)ckpt|checkpoint|manager|img|image|fig|plot|plt|writer|^df$|frame|tokeni[sz]er"
                           r"|array|^arr$|^np$")
-_NOT_MODEL_MODULES = ("numpy", "pandas", "torch", "joblib", "pickle", "json", "PIL", "matplotlib", "h5py",
+NOT_MODEL_MODULES = ("numpy", "pandas", "torch", "joblib", "pickle", "json", "PIL", "matplotlib", "h5py",
                       "smtrain_tf", "shutil", "yaml")
 # What a condition that picks one process says: the chief, a rank, a task index, SageMaker's first host.
 _GUARD = re.compile(r"(?i)chief|rank|task_index|task_id|task_type|['\"]task['\"]|worker_index|worker_id|primary"
@@ -184,15 +184,20 @@ _SAVE_METHODS = ("save", "save_weights", "export")
 _SAVE_FUNCTIONS = ("tensorflow.saved_model.save", "keras.models.save_model", "keras.saving.save_model")
 
 
+def may_be_a_model(receiver: ast.expr, names: Names) -> bool:
+    """Whether the object a `.save(...)` is called on may be a Keras model: not a module whose save()
+    takes any file (numpy, wandb...), not TensorFlow itself, not named like an image, a writer, a frame."""
+    owner = names.qualified(receiver.func if isinstance(receiver, ast.Call) else receiver) or ""
+    return not (owner.split(".")[0] in NOT_MODEL_MODULES or owner.startswith("tensorflow")
+                or NOT_A_MODEL.search(leaf(receiver)))
+
+
 def _saves_a_model(call: ast.Call, names: Names) -> bool:
     if (names.qualified(call.func) or "") in _SAVE_FUNCTIONS:
         return True
     if not isinstance(call.func, ast.Attribute) or call.func.attr not in _SAVE_METHODS:
         return False
-    receiver = call.func.value
-    owner = names.qualified(receiver.func if isinstance(receiver, ast.Call) else receiver) or ""
-    if owner.split(".")[0] in _NOT_MODEL_MODULES or owner.startswith("tensorflow") or _NOT_A_MODEL.search(
-            leaf(receiver)):
+    if not may_be_a_model(call.func.value, names):
         return False
     return bool(call.args or call.keywords)
 
@@ -256,3 +261,104 @@ def save_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
             yield Hit(node.lineno, "save-every-worker",
                       f"{who} saves the model here: they write over one another in SM_MODEL_DIR, so the "
                       "job's model may be any worker's, or a mix", fix)
+
+
+# --- args.model_dir: an s3:// URI on SageMaker ----------------------------------------------------------
+
+# The SDK (and smtrain) passes `--model_dir s3://<output>/<job>/model` to every TensorFlow script but
+# an MPI job's (whose is /opt/ml/model): the script's argparse value is that URI, not a directory.
+
+
+class _FromOption:
+    """Whether an expression is built from one argparse value (`args.model_dir`, os.path.join of it, an
+    f-string or Path starting with it, or a variable assigned once from it)."""
+
+    def __init__(self, tree: ast.AST, dest: str) -> None:
+        self.dest = dest
+        values: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values.setdefault(node.targets[0].id, []).append(node.value)
+        self.variables: set[str] = set()
+        for _ in range(2):  # `MODEL = args.model_dir; PATH = os.path.join(MODEL, "m")`
+            self.variables |= {name for name, found in values.items() if all(self.built(v) for v in found)}
+
+    def built(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr == self.dest and isinstance(node.value, ast.Name)
+        if isinstance(node, ast.Name):
+            return node.id in self.variables
+        if isinstance(node, ast.JoinedStr):
+            first = node.values[0] if node.values else None
+            return isinstance(first, ast.FormattedValue) and self.built(first.value)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
+            return self.built(node.left)
+        if isinstance(node, ast.Call) and leaf(node.func) in _PATH_BUILDERS and node.args:
+            return self.built(node.args[0])
+        return False
+
+
+def model_dir_hits(tree: ast.AST, names: Names, job: JobContext, dest: str | None) -> Iterator[Hit]:
+    """`dest`: the argparse destination `--model_dir` reaches in the script (None: not declared).
+
+    A warning, not an error: whether the write fails depends on what the image loads (TensorFlow reads
+    s3:// itself only up to 2.5; later only with tensorflow-io's file system), but in no case does it
+    reach the job's model.tar.gz, which holds what is under SM_MODEL_DIR.
+    """
+    if dest is None or job.strategy in MPI_STRATEGIES:
+        return
+    built = _FromOption(tree, dest)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        function = leaf(node.func)
+        if function not in _IO and function not in ("makedirs", "mkdir"):
+            continue
+        values = [*node.args, *(k.value for k in node.keywords if k.arg not in _KEYWORDS_NOT_PATHS)]
+        if any(built.built(v) for v in values):
+            yield Hit(node.lineno, "model-dir-s3",
+                      f"args.{dest} is what SageMaker passes as --model_dir: an s3:// URI (s3://<output>/<job>/"
+                      "model), not a directory of the container: a save there fails (no S3 file system in "
+                      "TensorFlow since 2.6 without tensorflow-io) or writes where the job's model.tar.gz "
+                      "never looks",
+                      "save under os.environ[\"SM_MODEL_DIR\"] (/opt/ml/model, uploaded as model.tar.gz): e.g. "
+                      "parser.add_argument(\"--sm-model-dir\", default=os.environ.get(\"SM_MODEL_DIR\")) and "
+                      "save to args.sm_model_dir")
+
+
+# --- literal /opt/ml paths -------------------------------------------------------------------------
+
+# The variable the container (and a local run) sets for each place under /opt/ml, longest first.
+_OPT_ML_VARIABLES = (("/opt/ml/input/data/", "SM_CHANNEL_<NAME>"), ("/opt/ml/output/data", "SM_OUTPUT_DATA_DIR"),
+                     ("/opt/ml/model", "SM_MODEL_DIR"), ("/opt/ml/output", "SM_OUTPUT_DIR"),
+                     ("/opt/ml/input/config", "SM_INPUT_CONFIG_DIR"), ("/opt/ml/input", "SM_INPUT_DIR"),
+                     ("/opt/ml/checkpoints", None))
+
+
+def opt_ml_hits(tree: ast.AST, names: Names) -> Iterator[Hit]:
+    """A path under /opt/ml written as a literal: right in SageMaker's container, but `submit --local` runs
+    the script on this machine, where it reads or writes this machine's /opt/ml instead of the job's."""
+    paths = _Paths(tree, names)
+    parent_of = parents(tree)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        text = node.value
+        if not (text == "/opt/ml" or text.startswith("/opt/ml/")):
+            continue
+        holder = parent_of.get(node)
+        if isinstance(holder, ast.Expr):
+            continue  # a docstring
+        if isinstance(holder, ast.Call) and paths._is_env_get(holder) and holder.args and holder.args[0] is not node:
+            continue  # os.environ.get("SM_MODEL_DIR", "/opt/ml/model"): the variable wins wherever it is set
+        variable = next((v for prefix, v in _OPT_ML_VARIABLES if text.startswith(prefix)), None)
+        if text.startswith("/opt/ml/checkpoints"):
+            fix = "take the directory from smtrain_tf.checkpoint_dir() (each local host gets its own)"
+        elif variable:
+            fix = (f"read it from os.environ[\"{variable}\"]" if "<" not in variable else
+                   "read it from os.environ[\"SM_CHANNEL_<NAME>\"] (or smtrain_tf.channel(name))")
+        else:
+            fix = "take it from the SM_* variable for that place (SM_MODEL_DIR, SM_OUTPUT_DATA_DIR, SM_CHANNEL_<NAME>)"
+        yield Hit(node.lineno, "opt-ml-path",
+                  f"hard-coded {brief(text)}: right in SageMaker's container, but a local run (submit --local) "
+                  "would use this machine's /opt/ml, not the job's directories", fix)

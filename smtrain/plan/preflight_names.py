@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from smtrain.spec.script_reads import parents_of
+
 # Names a snippet uses without importing them, as everyone writes them.
 _CONVENTIONS = {"tf": "tensorflow", "np": "numpy", "pd": "pandas", "hvd": "horovod.tensorflow"}
 
@@ -95,8 +97,4 @@ def leaf(node: ast.AST) -> str:
 
 def parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     """node -> the node that holds it."""
-    found: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            found[child] = node
-    return found
+    return parents_of(tree)

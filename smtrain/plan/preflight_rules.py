@@ -8,12 +8,15 @@ hold for the files that run: the entry point and the modules of source_dir it im
 from __future__ import annotations
 
 import ast
+import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from smtrain.plan.preflight_names import Names, leaf, references
 from smtrain.spec.script_args import ScriptArgs
+from smtrain.spec.script_reads import conditional, parents_of, script_reads
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,15 @@ class JobContext:
     framework_version: str | None = None
     hyperparameters: tuple[str, ...] = ()  # the names the script receives, besides the SDK's
     channels: tuple[str, ...] = ()
+    tf_config: bool = False  # the container sets TF_CONFIG (multi_worker_mirrored, parameter_server on 2+ hosts)
 
     @property
     def several_processes(self) -> bool:
         return self.processes > 1
+
+
+ERROR = "error"  # the job fails for certain when it reaches this line: validate, plan and submit refuse it
+WARNING = "warning"  # it may fail, or waste the job: reported, the job goes on (--strict refuses it)
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class Hit:
     rule: str
     message: str
     fix: str
+    severity: str = WARNING
 
 
 MULTI_WORKER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
@@ -61,9 +70,11 @@ def _under(name: str, *prefixes: str) -> bool:
 def api_hits(tree: ast.AST, names: Names) -> Iterator[Hit]:
     for name, line in references(tree, names):
         if name.rsplit(".", 1)[-1] == "multi_gpu_model":
-            yield Hit(line, "multi-gpu-model", "keras.utils.multi_gpu_model was removed in TensorFlow 2.4",
-                      "build the model inside a tf.distribute strategy's scope (smtrain_tf.strategy()), "
-                      "or run the script unchanged with code.wrap: true")
+            yield Hit(line, "multi-gpu-model", "keras.utils.multi_gpu_model was removed in TensorFlow 2.4: "
+                      "the import fails",
+                      "remove the import and the multi_gpu_model(...) call, and train the model itself: with "
+                      "code.wrap: true the wrap supplies the strategy over every GPU (or build the model in "
+                      "smtrain_tf.strategy().scope())")
         elif _under(name, "tensorflow.estimator", "tensorflow.compat.v1.estimator", "tensorflow_estimator",
                     "keras.estimator"):
             yield Hit(line, "tf-estimator", "tf.estimator was removed in TensorFlow 2.16",
@@ -92,7 +103,79 @@ def strategies_built(tree: ast.AST, names: Names) -> Iterator[tuple[str, int]]:
                 yield last, node.lineno
 
 
+# The wrap makes these, built without devices, return its own strategy (the job's); it cannot stand in for
+# any other strategy, nor for one given its own devices or cluster: two strategies in one program fail
+# ("Mixing different tf.distribute.Strategy objects") once there are several replicas.
+WRAP_STANDS_FOR = ("MirroredStrategy", "MultiWorkerMirroredStrategy")
+_REFUSED_UNDER_WRAP = {
+    "OneDeviceStrategy": "remove it: the wrap's strategy already places the model (one device on a one-GPU job)",
+    "TPUStrategy": "remove it: SageMaker's GPU instances have no TPU (the wrap's strategy covers their GPUs)",
+    "ParameterServerStrategy": "run it unwrapped (code.wrap: false, distribution.strategy: parameter_server), or "
+                               "build MultiWorkerMirroredStrategy() (under the wrap: the job's strategy)",
+    "CentralStorageStrategy": "build MirroredStrategy() instead (under the wrap: the job's strategy), or run the "
+                              "script unwrapped (code.wrap: false)",
+}
+_EXPLICIT = ("devices", "cluster_resolver")
+
+
+@dataclass(frozen=True)
+class BuiltStrategy:
+    """A tf.distribute strategy the script builds itself."""
+
+    name: str  # the class: MirroredStrategy, TPUStrategy, ...
+    line: int
+    explicit: bool  # given devices (or a cluster resolver) of its own
+
+    @property
+    def call(self) -> str:
+        return f"{self.name}({'...' if self.explicit else ''})"
+
+
+def strategies_of(tree: ast.AST, names: Names, with_nodes: bool = False) -> Iterator[Any]:
+    """Every tf.distribute strategy the file builds, with whether it names its own devices (BuiltStrategy;
+    with_nodes: (BuiltStrategy, its call))."""
+    known = (*WRAP_STANDS_FOR, *_REFUSED_UNDER_WRAP)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = names.qualified(node.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in known and (name == last or "distribute" in name):
+                explicit = bool(node.args) or any(k.arg in _EXPLICIT for k in node.keywords)
+                built = BuiltStrategy(last, node.lineno, explicit)
+                yield (built, node) if with_nodes else built
+
+
+def wrap_strategy_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
+    """Under the wrap: the strategies it cannot stand for, refused at their line before anything is paid."""
+    if not job.wrapped:
+        return
+    parent_of = parents_of(tree)
+    for built, node in strategies_of(tree, names, with_nodes=True):
+        if built.name in WRAP_STANDS_FOR and not built.explicit:
+            continue
+        if built.name in WRAP_STANDS_FOR:
+            what = "devices" if built.name == "MirroredStrategy" else "a cluster"
+            message = (f"{built.name}(...) given {what} of its own in a wrapped script: the wrap runs the script "
+                       f"inside the job's {job.strategy} strategy and stands in only for {built.name}() without "
+                       "arguments; a second strategy fails (\"Mixing different tf.distribute.Strategy objects\")")
+            fix = (f"build {built.name}() without arguments: under the wrap it is the job's strategy over every GPU "
+                   "(choose GPUs with compute.instance_type or compute.gpus_per_node); or set code.wrap: false")
+        else:
+            message = (f"{built.name} in a wrapped script: the wrap runs the script inside the job's {job.strategy} "
+                       "strategy and cannot stand in for this one; a second strategy fails (\"Mixing different "
+                       "tf.distribute.Strategy objects\")")
+            fix = _REFUSED_UNDER_WRAP[built.name]
+        if conditional(node, parent_of):
+            # `try: TPUStrategy(...) except ValueError: MirroredStrategy()`: on a GPU host the other branch
+            # may be what runs; the script fails only if this line does.
+            yield Hit(built.line, "strategy-under-wrap", f"if this line runs: {message}", fix, WARNING)
+        else:
+            yield Hit(built.line, "strategy-under-wrap", message, fix, ERROR)
+
+
 def strategy_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
+    if job.wrapped:
+        return  # the wrap's strategy stands in for the script's (wrap_strategy_hits: those it cannot)
     for strategy, line in strategies_built(tree, names):
         if strategy == "MirroredStrategy" and job.nodes > 1:
             yield Hit(line, "mirrored-multi-node",
@@ -108,12 +191,36 @@ def strategy_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]
                       "nodes), or use more nodes")
 
 
+HOROVOD_LAST_IMAGE = "2.12"  # SageMaker's TensorFlow images dropped Horovod in 2.13 (smtrain.plan.distribution)
+
+
+def job_shape_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
+    """What the script reads that the job must provide: Horovod's mpirun (never under the wrap) and
+    TF_CONFIG (set by the container for multi-worker strategies only)."""
+    reads = script_reads(tree)
+    if reads.horovod_line is not None and job.wrapped:
+        yield Hit(reads.horovod_line, "horovod-wrapped",
+                  "the script imports horovod, but a wrapped script runs inside a tf.distribute strategy, not "
+                  "under mpirun (and SageMaker's TensorFlow images since 2.13 have no Horovod: the import fails)",
+                  f"run it as a Horovod job: code.wrap: false, distribution.strategy: horovod and "
+                  f"tensorflow.version: \"{HOROVOD_LAST_IMAGE}\" (the last image with Horovod); or remove Horovod "
+                  "from the script (hvd.init, DistributedOptimizer, its callbacks): the wrap supplies the strategy",
+                  ERROR)
+    if reads.tf_config_line is not None and not job.tf_config:
+        shape = f"{job.strategy} on {job.nodes} node{'s' if job.nodes != 1 else ''}"
+        yield Hit(reads.tf_config_line, "tf-config-unset",
+                  f"the script reads TF_CONFIG, which the container sets only for multi_worker_mirrored (and "
+                  f"parameter_server on 2 or more nodes); this job ({shape}) has none: the read fails (KeyError)",
+                  "set compute.nodes: 2 (or more) and distribution.strategy: multi_worker_mirrored; or read it "
+                  "with a default: json.loads(os.environ.get(\"TF_CONFIG\", \"{}\"))", ERROR)
+
+
 # Receivers whose .fit is not Keras's (scikit-learn and friends).
 _NOT_KERAS_FIT = re.compile(r"(?i)scaler|tokeni[sz]er|vectori[sz]er|pca|imputer|kmeans|sklearn")
 _NOT_KERAS_MODULES = ("sklearn", "xgboost", "lightgbm", "catboost", "smtrain_tf", "numpy", "pandas")
 
 
-def _legacy_keras(tree: ast.AST, names: Names) -> bool:
+def legacy_keras(tree: ast.AST, names: Names) -> bool:
     """Keras 2 on a new TensorFlow: tf_keras imported, or TF_USE_LEGACY_KERAS set by the script."""
     if any(m == "tf_keras" or m.startswith("tf_keras.") for m in names.imported):
         return True
@@ -121,7 +228,7 @@ def _legacy_keras(tree: ast.AST, names: Names) -> bool:
 
 
 def fit_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
-    if job.wrapped or not job.keras3 or not names.uses("tensorflow", "keras") or _legacy_keras(tree, names):
+    if job.wrapped or not job.keras3 or not names.uses("tensorflow", "keras") or legacy_keras(tree, names):
         return
     built = {s for s, _ in strategies_built(tree, names)}
     if job.strategy in MULTI_WORKER_STRATEGIES:
@@ -191,6 +298,16 @@ def _flag(name: str) -> str:
     return f"--{name}"
 
 
+def did_you_mean(name: str, declared: Sequence[str]) -> str | None:
+    """The declared option a hyperparameter name was meant for: the same name with - for _ (or the other
+    way round) first, else the closest spelling."""
+    same = [d for d in declared if d.replace("-", "_") == name.replace("-", "_")]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, declared, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 def argparse_hits(args: ScriptArgs, job: JobContext, parse_at: tuple[str, int],
                   files_of: dict[int, str]) -> Iterator[tuple[str, Hit]]:
     """(file, hit) for the command line SageMaker gives a script whose parser cannot take it.
@@ -206,9 +323,14 @@ def argparse_hits(args: ScriptArgs, job: JobContext, parse_at: tuple[str, int],
     if args.strict and args.complete:
         unknown = [n for n in sent if args.option_for(n) is None]
         if unknown:
-            listed = ", ".join(_flag(n) for n in unknown)
+            declared = [f[2:] for o in args.options for f in o.long_flags]
+            meant = {n: m for n in unknown if (m := did_you_mean(n, declared)) is not None}
+            listed = ", ".join(_flag(n) + (f" (did you mean {_flag(meant[n])}?)" if n in meant else "")
+                               for n in unknown)
             spec_given = [n for n in unknown if n != "model_dir"]
-            ways = [f"declare {'them' if len(unknown) > 1 else 'it'} (parser.add_argument(\"{_flag(unknown[0])}\"))"]
+            renames = [f"{n} -> {meant[n]}" for n in spec_given if n in meant]
+            ways = [f"rename in the spec's hyperparameters: {', '.join(renames)}"] if renames else []
+            ways.append(f"declare {'them' if len(unknown) > 1 else 'it'} (parser.add_argument(\"{_flag(unknown[0])}\"))")
             if spec_given:
                 ways.append(f"remove {', '.join(spec_given)} from the spec's hyperparameters:")
             ways.append("parse with parser.parse_known_args()")
@@ -216,9 +338,12 @@ def argparse_hits(args: ScriptArgs, job: JobContext, parse_at: tuple[str, int],
             if "model_dir" in unknown:
                 fix += ("; SageMaker passes --model_dir to every TensorFlow script: declare it even unused "
                         "(parser.add_argument(\"--model_dir\"))")
+            # Certain when every parse is parse_args() and every option is read here: argparse exits 2 at
+            # that line, on SageMaker and here. A parent parser (parents=[...]) may declare what is not read.
+            certain = all(p.strict for p in args.parses) and not args.inherits
             yield parse_file, Hit(parse_line, "undeclared-hyperparameters",
                                   f"parse_args() ends the script on arguments its parser does not declare: {listed}",
-                                  fix)
+                                  fix, ERROR if certain else WARNING)
     for name in given:
         option = args.option_for(name)
         if option is not None and not option.takes_value:

@@ -13,6 +13,7 @@
     problems.py     Problem / SpecError: what is wrong, where (file:line:column and dotted field)
     units.py        sizes (GB, GiB), durations (90m, 6h, 1d), --since values
     script_args.py  the options a script's argparse declares and how it parses, read with ast
+    script_reads.py what a script imports and reads that decides its job (Horovod, TF_CONFIG), read with ast
     starter.py      `smtrain init`: a commented starting spec for an existing script
     tuning.py       the `tuning:` section (TuningSpec): objective, strategy, limits, ranges checked against
                     the tuned field's own rules; trial_overrides() for one trial's spec

@@ -5,6 +5,7 @@ The pydantic models below are the user-facing contract; `smtrain schema` prints 
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import re
@@ -50,7 +51,8 @@ from smtrain.spec.tuning import TuningSpec, tuning_problems
 from smtrain.spec.units import format_duration
 from smtrain.spec.yaml_source import SourceMap, load_yaml
 
-__all__ = ["MAX_RUN_LIMIT", "LoadedSpec", "Spec", "apply_overrides", "json_schema", "load_spec"]
+__all__ = ["MAX_RUN_LIMIT", "LoadedSpec", "Spec", "SpecReading", "apply_overrides", "json_schema", "load_spec",
+           "read_spec"]
 
 MAX_LEARNING_RATE = 1000.0
 
@@ -511,10 +513,8 @@ def _remember_secrets(data: object) -> None:
         remember(data.get(section) if isinstance(data, dict) else None)
 
 
-def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
-              env: Mapping[str, str] | None = None) -> LoadedSpec:
-    """Read, interpolate, override and validate a job spec; raise SpecError listing every problem."""
-    file = Path(path)
+def _read_data(file: Path, overrides: Sequence[str], env: Mapping[str, str] | None
+               ) -> tuple[Any, SourceMap, list[Problem]]:
     data, smap, problems = load_yaml(read_spec_text(file), str(file), os.environ if env is None else env)
     _remember_secrets(data)
     set_problems = apply_overrides(data, smap, overrides)
@@ -522,7 +522,14 @@ def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
     # A value set on the command line replaces the file's, and with it the file's problem there.
     problems = [p for p in problems if not any(p.path[: len(s)] == s for s in smap.overridden)] + set_problems
     _normalise(data)
-    data = _as_written(Spec, data, (), smap)
+    return _as_written(Spec, data, (), smap), smap, problems
+
+
+def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
+              env: Mapping[str, str] | None = None) -> LoadedSpec:
+    """Read, interpolate, override and validate a job spec; raise SpecError listing every problem."""
+    file = Path(path)
+    data, smap, problems = _read_data(file, overrides, env)
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
@@ -532,6 +539,67 @@ def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
     if problems:
         raise SpecError(problems)
     return loaded
+
+
+@dataclass(frozen=True)
+class SpecReading:
+    """A spec read for `validate`, which reports every problem in one run (README): the problems of its
+    fields, and the Spec the rest of the checks can read.
+
+    A field that is unknown (a typo of a field name) is left out, which changes nothing else: the Spec is
+    the file's. A value that is refused is replaced by the field's default, a stand-in: the cross-field
+    rules still run but say nothing in that section, and `defaulted` tells the later checks (plan, code)
+    that they would judge a spec the user did not write.
+    """
+
+    loaded: LoadedSpec | None  # None: not even a stand-in Spec (a required field missing or refused)
+    problems: list[Problem]
+    defaulted: tuple[Path_, ...] = ()
+
+
+def _drop(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Remove the deepest item of `data` that `loc` (a pydantic error location) reaches; its path, or None."""
+    node, parent, key, path = data, None, None, []
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            parent, key, node = node, part, node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            parent, key, node = node, part, node[part]
+        else:
+            break  # a type tag of a union, or the end of what was written
+        path.append(part)
+    if parent is None or isinstance(parent, list):
+        return None  # the whole document, or an item of a list (which would shift the others)
+    del parent[key]
+    return tuple(path)
+
+
+def read_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
+              env: Mapping[str, str] | None = None) -> SpecReading:
+    """load_spec for `validate`: every problem it can find, and a Spec for the checks that follow where
+    one can be made (SpecReading). A file that cannot be read at all raises SpecError, as in load_spec."""
+    file = Path(path)
+    data, smap, problems = _read_data(file, overrides, env)
+    defaulted: list[Path_] = []
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        problems += [p for p in _problems_from(exc, smap) if not smap.explained(p.path)]
+        if not isinstance(data, dict):
+            return SpecReading(None, problems)
+        stand_in = copy.deepcopy(data)
+        for err in exc.errors(include_url=False):
+            dropped = _drop(stand_in, tuple(err["loc"]))
+            if dropped is not None and err["type"] != "extra_forbidden":
+                defaulted.append(dropped)
+        try:
+            spec = Spec.model_validate(stand_in)
+        except ValidationError:
+            return SpecReading(None, problems)
+    loaded = LoadedSpec(spec, smap, file.resolve().parent)
+    sections = {p[:1] for p in defaulted}
+    problems += [p for p in _check(loaded) if p.path[:1] not in sections]
+    return SpecReading(loaded, problems, tuple(defaulted))
 
 
 def json_schema() -> dict[str, Any]:

@@ -84,6 +84,7 @@ class ScriptArgs:
     allow_abbrev: bool = True  # argparse takes `--epoch` for `--epochs` unless a parser says otherwise
     complete: bool = True  # every add_argument's option strings were literals
     undeclared_lines: tuple[int, ...] = field(default=(), compare=False)  # add_argument calls not read
+    inherits: bool = False  # a parser takes parents=[...]: options may come from code not read here
 
     @property
     def strict(self) -> bool:
@@ -110,7 +111,8 @@ class ScriptArgs:
     def merged(self, other: ScriptArgs) -> ScriptArgs:
         return ScriptArgs(self.options + other.options, self.parses + other.parses,
                           self.makes_parser or other.makes_parser, self.allow_abbrev and other.allow_abbrev,
-                          self.complete and other.complete, self.undeclared_lines + other.undeclared_lines)
+                          self.complete and other.complete, self.undeclared_lines + other.undeclared_lines,
+                          self.inherits or other.inherits)
 
 
 def _literal(node: ast.AST | None) -> Any:
@@ -182,7 +184,7 @@ def script_args(tree: ast.AST) -> ScriptArgs:
     options: list[Option] = []
     parses: list[ParseCall] = []
     unread: list[int] = []
-    makes_parser, allow_abbrev = False, True
+    makes_parser, allow_abbrev, inherits = False, True, False
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -201,9 +203,11 @@ def script_args(tree: ast.AST) -> ScriptArgs:
             for keyword in node.keywords:
                 if keyword.arg == "allow_abbrev" and _literal(keyword.value) is False:
                     allow_abbrev = False
+                inherits = inherits or keyword.arg == "parents"
     options.sort(key=lambda o: o.line)
     parses.sort(key=lambda p: p.line)
-    return ScriptArgs(tuple(options), tuple(parses), makes_parser, allow_abbrev, not unread, tuple(sorted(unread)))
+    return ScriptArgs(tuple(options), tuple(parses), makes_parser, allow_abbrev, not unread, tuple(sorted(unread)),
+                      inherits)
 
 
 def read_script_args(path: Path) -> ScriptArgs:

@@ -3,8 +3,10 @@
 What the script says is read with ast (script_args.py), never by running it: the options its argparse
 declares become `hyperparameters:` with their literal defaults, the channels it reads (`SM_CHANNEL_X`,
 `smtrain_tf.channel("x")`) become `inputs:` placeholders. The rest are safe starting values: one A10G,
-one node, the unchanged script wrapped in the strategy smtrain picks. Placeholders (role, bucket) are
-marked; the command validates the text it wrote.
+one node, the unchanged script wrapped in the strategy smtrain picks; what the script imports and reads
+(script_reads.py) changes that where it must: a Horovod script gets a horovod job on the last image with
+Horovod, unwrapped; a script that reads TF_CONFIG gets 2 nodes of multi_worker_mirrored (only those set it).
+Placeholders (role, bucket) are marked; the command validates the text it wrote.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ import yaml
 from smtrain.spec import patterns
 from smtrain.spec.fields import is_line
 from smtrain.spec.script_args import MISSING, ScriptArgs, script_args
+from smtrain.spec.script_reads import ScriptReads, script_reads
 
 PLACEHOLDER_ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 PLACEHOLDER_BUCKET = "s3://my-bucket"
 DEFAULT_GPU = "A10G"  # ml.g5.xlarge: one 24GB GPU, among the cheapest that runs today's Keras models
+# SageMaker's TensorFlow images dropped Horovod in 2.13 (smtrain.plan.distribution.HOROVOD_MAX_TF): a
+# Horovod script gets the last image that has it.
+HOROVOD_TF_VERSION = "2.12"
 REQUIREMENTS = "requirements.txt"
 # Directory names that say nothing about the job: the name comes from the one above them.
 _GENERIC_DIRS = frozenset({"src", "code", "scripts", "script", "source", "training", "train", "app", "bin", "."})
@@ -41,6 +47,15 @@ class ScriptFacts:
     args: ScriptArgs = field(default_factory=ScriptArgs)
     channels: tuple[str, ...] = ()
     parse_error: str | None = None  # the script does not parse: nothing read from it
+    reads: ScriptReads = field(default_factory=ScriptReads)  # Horovod, TF_CONFIG: the job's shape
+
+    @property
+    def horovod(self) -> bool:
+        return self.reads.horovod_line is not None
+
+    @property
+    def needs_tf_config(self) -> bool:
+        return self.reads.tf_config_line is not None and not self.horovod
 
 
 def _channels(tree: ast.AST) -> tuple[str, ...]:
@@ -65,7 +80,7 @@ def read_script(path: Path) -> ScriptFacts:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None)
         return ScriptFacts(parse_error=f"{getattr(exc, 'msg', None) or exc}" + (f" (line {line})" if line else ""))
-    return ScriptFacts(script_args(tree), _channels(tree))
+    return ScriptFacts(script_args(tree), _channels(tree), reads=script_reads(tree))
 
 
 def job_name(script: Path) -> str:
@@ -142,6 +157,16 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
     region = region if region and patterns.REGION.matches(region) else "us-east-1"
     hps = hyperparameters(facts.args)
     spec_name = spec_path.name
+    if facts.horovod:
+        tf_version = HOROVOD_TF_VERSION
+        version_note = f"the script imports horovod: {HOROVOD_TF_VERSION} is the last image that has it"
+    else:
+        version_note = "the SageMaker TensorFlow training image; Keras 3 from 2.16"
+    nodes = 2 if facts.needs_tf_config else 1
+    nodes_note = (f"the script reads TF_CONFIG (line {facts.reads.tf_config_line}), which the container sets "
+                  "for several nodes only" if facts.needs_tf_config else
+                  "more nodes: Horovod's processes on each" if facts.horovod else
+                  "more nodes: MultiWorkerMirroredStrategy across them")
     out = [
         f"# A starting job spec for {script.name}, written by `smtrain init`. Check it: smtrain validate {spec_name}",
         "# Every field: README \"The job spec\"; for your editor: smtrain schema > smtrain.schema.json",
@@ -150,22 +175,35 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
         f"role: {PLACEHOLDER_ROLE}",
         _line(f"region: {region}", "where the job runs (else AWS_REGION / ~/.aws/config)"),
         "tensorflow:",
-        _line(f"  version: {_scalar(tf_version)}", "the SageMaker TensorFlow training image; Keras 3 from 2.16"),
+        _line(f"  version: {_scalar(tf_version)}", version_note),
         _line("compute:", "smtrain picks the cheapest instance that fits: `smtrain instances`"),
         _line(f"  gpu: {gpu}", "GPU model: T4, A10G, L4, L40S, V100, A100, H100, ..."),
-        _line("  gpus_per_node: 1", "more GPUs on one node: MirroredStrategy over them"),
-        _line("  nodes: 1", "more nodes: MultiWorkerMirroredStrategy across them"),
+        _line("  gpus_per_node: 1", "more GPUs on one node: one Horovod process each" if facts.horovod else
+              "more GPUs on one node: MirroredStrategy over them"),
+        _line(f"  nodes: {nodes}", nodes_note),
         _line("  max_run: 1d", "the job is stopped after this long"),
+    ]
+    if facts.horovod:
+        out += ["distribution:",
+                _line("  strategy: horovod", f"the script imports horovod (line {facts.reads.horovod_line}): "
+                      "mpirun starts one process per GPU")]
+    elif facts.needs_tf_config:
+        out += ["distribution:",
+                _line("  strategy: multi_worker_mirrored", "TF_CONFIG names every node's worker for the script")]
+    out += [
         "code:",
         _line(f"  source_dir: {_scalar(source_dir)}", "your code, relative to this file: shipped with the job"),
         _line(f"  entry_point: {_scalar(script.name)}", "the script SageMaker runs, in source_dir"),
     ]
     if (script.parent / REQUIREMENTS).is_file():
         out.append(_line(f"  requirements: {REQUIREMENTS}", "pip-installed in the container before the script runs"))
-    out += [
-        _line("  wrap: true", "run the script unchanged inside the strategy smtrain picks; model.fit"),
-        _line("", "and model.save made right for several GPUs and nodes (README \"Your own script\")"),
-    ]
+    if facts.horovod:
+        out.append("  # not wrapped: a Horovod script runs under mpirun with its own hvd.init() and optimizer")
+    else:
+        out += [
+            _line("  wrap: true", "run the script unchanged inside the strategy smtrain picks; model.fit"),
+            _line("", "and model.save made right for several GPUs and nodes (README \"Your own script\")"),
+        ]
     if facts.channels:
         out.append(_line("inputs:", "each channel is a directory in the container: SM_CHANNEL_<NAME>"))
         for channel in facts.channels:

@@ -84,6 +84,62 @@ def test_init_shows_what_the_preflight_scan_finds(tmp_path: Path) -> None:
     assert "train.py:12: warning: the script sets CUDA_VISIBLE_DEVICES" in proc.stderr
 
 
+HOROVOD_SCRIPT = SCRIPT.replace("import tensorflow as tf\n", "import horovod.tensorflow.keras as hvd\n"
+                                "import tensorflow as tf\n\nhvd.init()\n")
+# The TensorFlow docs' multi-worker tutorial: reads TF_CONFIG itself, builds its own strategy.
+TF_CONFIG_SCRIPT = textwrap.dedent("""\
+    import json
+    import os
+
+    import tensorflow as tf
+
+    tf_config = json.loads(os.environ["TF_CONFIG"])
+    num_workers = len(tf_config["cluster"]["worker"])
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    """)
+
+
+def test_init_gives_a_horovod_script_a_horovod_job_and_validate_refuses_it_wrapped(tmp_path: Path) -> None:
+    script = script_in(tmp_path)
+    script.write_text(HOROVOD_SCRIPT)
+    proc = smtrain("init", str(script))
+    assert proc.returncode == 0, proc.stderr
+    data = yaml.safe_load((script.parent / "job.yaml").read_text())
+    assert data["distribution"] == {"strategy": "horovod"} and "wrap" not in data["code"]
+    assert data["tensorflow"]["version"] == "2.12"  # the last SageMaker image with Horovod
+    assert "valid (horovod on 1 x ml.g5.xlarge)" in proc.stdout
+    wrapped = smtrain("validate", str(script.parent / "job.yaml"), "--set", "code.wrap=true",
+                      "--set", "distribution.strategy=auto", "--set", "tensorflow.version=2.21")
+    assert wrapped.returncode == 2
+    assert "train.py:4: error: the script imports horovod, but a wrapped script" in wrapped.stderr
+
+
+def test_init_gives_a_script_reading_tf_config_two_nodes_and_validate_refuses_one(tmp_path: Path) -> None:
+    script = script_in(tmp_path)
+    script.write_text(TF_CONFIG_SCRIPT)
+    proc = smtrain("init", str(script))
+    assert proc.returncode == 0, proc.stderr
+    spec = script.parent / "job.yaml"
+    data = yaml.safe_load(spec.read_text())
+    assert data["compute"]["nodes"] == 2 and data["distribution"] == {"strategy": "multi_worker_mirrored"}
+    assert data["code"]["wrap"] is True
+    one = smtrain("validate", str(spec), "--set", "compute.nodes=1", "--set", "distribution.strategy=auto")
+    assert one.returncode == 2 and "valid" not in one.stdout
+    assert ("train.py:6: error: the script reads TF_CONFIG, which the container sets only for "
+            "multi_worker_mirrored") in one.stderr
+    assert "compute.nodes: 2" in one.stderr
+
+
+def test_init_says_why_a_spec_cannot_run_the_script(tmp_path: Path) -> None:
+    script = script_in(tmp_path)
+    script.write_text(SCRIPT + "opt = tf.keras.optimizers.Adam(lr=0.01)\n")
+    proc = smtrain("init", str(script))
+    assert proc.returncode == 2 and "valid" not in proc.stdout
+    assert "train.py:12: error: Keras 3 (TensorFlow " in proc.stderr and "refuses Adam(lr=...)" in proc.stderr
+    assert "digits/job.yaml cannot run" in proc.stderr or "job.yaml cannot run" in proc.stderr
+    assert (script.parent / "job.yaml").is_file()  # written whole: the user fixes the script, then validates
+
+
 def test_init_refuses_what_is_not_a_python_script(tmp_path: Path) -> None:
     missing = smtrain("init", str(tmp_path / "nope.py"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
@@ -95,3 +151,27 @@ def test_init_refuses_what_is_not_a_python_script(tmp_path: Path) -> None:
     folder = smtrain("init", str(tmp_path))
     assert folder.returncode == 2 and "not a file" in folder.stderr
     assert "Traceback" not in missing.stderr + proc.stderr + folder.stderr
+
+
+def test_init_example_writes_a_tested_config_and_its_code_where_its_paths_work(tmp_path: Path) -> None:
+    from tests.support import ROOT
+
+    listed = smtrain("init", "--example", "list", "-o", "json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(json.loads(listed.stdout)["examples"]) == sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+    proc = smtrain("init", "--example", "own-script-wrapped", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    spec = tmp_path / "configs" / "own-script-wrapped.yaml"
+    assert spec.read_bytes() == (ROOT / "configs" / "own-script-wrapped.yaml").read_bytes()
+    assert (tmp_path / "configs" / "code" / "digits_keras.py").read_bytes() == \
+        (ROOT / "configs" / "code" / "digits_keras.py").read_bytes()
+    assert "python -m smtrain.local.demo_data .demo/digits" in proc.stdout
+    # Its relative paths count from configs/, as in the repository: the demo data goes to ./.demo.
+    plan = smtrain("plan", str(spec), "-o", "json", cwd=tmp_path,
+                   env={"SMTRAIN_DEMO_DATA": "", "SMTRAIN_DEMO_OUTPUT": ""})
+    assert plan.returncode == 0, plan.stderr
+    again = smtrain("init", "--example", "own-script-wrapped", cwd=tmp_path)
+    assert again.returncode == 2 and "--force" in again.stderr and "Traceback" not in again.stderr
+    assert smtrain("init", "--example", "own-script-wrapped", "--force", cwd=tmp_path).returncode == 0
+    unknown = smtrain("init", "--example", "nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and "local-demo" in unknown.stderr

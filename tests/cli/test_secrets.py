@@ -185,7 +185,7 @@ import smtrain.plan.build as build
 def broken(loaded, catalog, *args, **kwargs):
     raise RuntimeError("cannot plan with " + loaded.spec.environment["DB_PASSWORD"])
 
-build.build_plan = broken
+build.build_plan = build.plan_with_problems = broken  # plan, submit; validate (every problem at once)
 from smtrain.cli.commands import main
 main(sys.argv[1:], prog_name="smtrain")
 """

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from smtrain.local.demo_data import write_digits
 from tests.support import ROOT
 from tests.support.cli_runner import smtrain as smtrain_here
 
@@ -65,8 +64,17 @@ def test_the_wheel_holds_the_bundled_entrypoint(installed: Path) -> None:
     (wheel,) = (installed.parent.parent / "dist").glob("smtrain-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"smtrain_entry.py", "smtrain_wrap.py", "smtrain_tf/__init__.py", "smtrain_tf/metric_definitions.json",
-            "smtrain/plan/data/instances.yaml"} <= names
+            "smtrain/plan/data/instances.yaml", "smtrain/local/hooks/sitecustomize.py"} <= names
     assert not any(n.startswith(("tests/", "entrypoints/")) for n in names)
+    # Every example spec and the code they run: `smtrain init --example NAME` writes them out.
+    examples = {f"smtrain/examples/{p.relative_to(ROOT / 'configs').as_posix()}"
+                for p in (ROOT / "configs").rglob("*") if p.suffix in (".yaml", ".py")}
+    assert examples and examples <= names
+    # The demo data (python -m smtrain.local.demo_data) needs scikit-learn: the `local` extra brings it.
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [line for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist: scikit-learn")]
+    assert any(line.endswith("; extra == \"local\"") for line in requires), requires
 
 
 def test_installed_smtrain_imports_from_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
@@ -96,12 +104,14 @@ def test_validate_plan_and_dry_run_from_outside_the_repo(installed: Path, tmp_pa
 
 
 def test_a_one_host_local_run_from_the_wheel(installed: Path, tmp_path: Path) -> None:
-    write_digits(tmp_path / "digits")
-    spec = shutil.copy(ROOT / "configs" / "local-demo.yaml", tmp_path / "job.yaml")
-    env = {"SMTRAIN_HOME": str(tmp_path / "home"), "SMTRAIN_DEMO_DATA": str(tmp_path / "digits"),
-           "SMTRAIN_DEMO_OUTPUT": str(tmp_path / "out")}
-    proc = run(installed, "submit", spec, "--local", "--set", "compute.nodes=1", "--set", "training.epochs=1",
-               "-o", "json", cwd=tmp_path, env=env, timeout=600)
+    # The First hour's local steps with nothing but the wheel: the example spec and the demo data from it.
+    env = {"SMTRAIN_HOME": str(tmp_path / "home")}
+    assert run(installed, "init", "--example", "local-demo", cwd=tmp_path).returncode == 0
+    data = subprocess.run([str(installed / "python"), "-m", "smtrain.local.demo_data", ".demo/digits"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert data.returncode == 0 and (tmp_path / ".demo" / "digits" / "train" / "digits.npz").is_file(), data.stderr
+    proc = run(installed, "submit", "configs/local-demo.yaml", "--local", "--set", "compute.nodes=1", "--set",
+               "training.epochs=1", "-o", "json", cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     job = json.loads(proc.stdout)["job"]
     assert job["status"] == "Completed" and Path(job["model_artifacts"]).is_file()

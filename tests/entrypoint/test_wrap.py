@@ -81,6 +81,22 @@ def _wrapped(root: Path, channels: dict[str, Path], script: str, env: dict[str, 
     return host, code / "smtrain_wrap.py"
 
 
+def _mwms_pair(root: Path, code: Path, channels: dict[str, Path], hyperparameters: dict,
+               hosts: list[Host]) -> list[Host]:
+    """Two MultiWorkerMirrored hosts running the wrap on `code`, started; a non-chief's saves stay in its base."""
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    names = ["algo-1", "algo-2"]
+    members = []
+    for index, name in enumerate(names):
+        host = make_host(root, name, names, channels=channels, hyperparameters=hyperparameters,
+                         tf_config=mwms_tf_config(addresses, index),
+                         framework_params={"sagemaker_multi_worker_mirrored_strategy_enabled": True})
+        host.env.update({"SMTRAIN_WRAP_SCRIPT": "train.py", "TMPDIR": str(host.base)})
+        members.append(host)
+    hosts.extend(member.start(script=code / "smtrain_wrap.py") for member in members)
+    return members
+
+
 def _assert_ok(host: Host, code: int) -> None:
     assert code == 0, f"{host.name} exited {code}\nstdout:\n{host.stdout()[-3000:]}\nstderr:\n{host.stderr()[-3000:]}"
     assert not host.failure_file.exists(), host.failure_file.read_text()
@@ -152,18 +168,7 @@ def test_mirrored_over_two_cpu_replicas_makes_the_batch_per_replica(tmp_path: Pa
 @slow
 def test_multi_worker_mirrored_two_processes(tmp_path: Path, digits_npz, digits, hosts: list[Host]) -> None:
     code = _code_dir(tmp_path, SCRIPT.replace("FIT", WITH_VALIDATION_DATA))
-    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    names = ["algo-1", "algo-2"]
-    members = []
-    for index, name in enumerate(names):
-        host = make_host(tmp_path, name, names, channels=digits_npz, hyperparameters=HYPERPARAMETERS,
-                         tf_config=mwms_tf_config(addresses, index),
-                         framework_params={"sagemaker_multi_worker_mirrored_strategy_enabled": True})
-        # A non-chief's saves go to a temporary directory: keep it in the test's.
-        host.env.update({"SMTRAIN_WRAP_SCRIPT": "train.py", "TMPDIR": str(host.base)})
-        members.append(host)
-    hosts.extend(member.start(script=code / "smtrain_wrap.py") for member in members)
-    chief, worker = members
+    chief, worker = _mwms_pair(tmp_path, code, digits_npz, HYPERPARAMETERS, hosts)
     _assert_ok(chief, chief.wait(TIMEOUT))
     _assert_ok(worker, worker.wait(TIMEOUT))
     assert "wrap: strategy=multi_worker_mirrored replicas=2 workers=2 chief=yes" in chief.stdout()
@@ -218,18 +223,37 @@ data = np.load(os.path.join(os.environ["SM_CHANNEL_TRAIN"], "part-0.npz"))
 x, y = data["x"].reshape(len(data["x"]), -1), data["y"]
 model = tf.keras.Sequential([tf.keras.Input(shape=(64,)), tf.keras.layers.Dense(10, activation="softmax")])
 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+
+class Counter(tf.keras.callbacks.Callback):  # a script's own callback, with batch hooks
+    def __init__(self):
+        super().__init__()
+        self.batches, self.epochs, self.keys = 0, [], set()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches += 1
+        self.keys |= set(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append(epoch)
+
+
+counter = Counter()
 stop = tf.keras.callbacks.EarlyStopping(patience=5)
-history = model.fit(x, y, epochs=2, validation_split=0.25, callbacks=[stop], verbose=0)
+schedule = tf.keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.01 if epoch < 2 else 0.002)
+history = model.fit(x, y, epochs=3, initial_epoch=1, validation_split=0.25, callbacks=[stop, counter, schedule],
+                    class_weight={label: 1.0 + (label == 3) for label in range(10)}, verbose=0)
 print("history", sorted(history.history), len(history.history["val_loss"]))
+print("counter", counter.batches, counter.epochs, sorted(counter.keys))
 print("evaluate", model.evaluate(x[:300], y[:300], verbose=0))
 p = model.predict(x[:300], verbose=0)
 print("by hand", [float(np.mean(-np.log(p[np.arange(300), y[:300]]))), float(np.mean(p.argmax(1) == y[:300]))])
-model.fit(x, y, epochs=1, callbacks=[tf.keras.callbacks.LambdaCallback()])
+model.fit(x, y, epochs=1, callbacks=[print])
 """
 
 
 @slow
-def test_multi_worker_mirrored_takes_keras_fit_arguments_evaluates_and_refuses_other_callbacks(
+def test_multi_worker_mirrored_takes_keras_fit_arguments_and_callbacks_and_evaluates(
         tmp_path: Path, digits_npz, digits, hosts: list[Host]) -> None:
     code = _code_dir(tmp_path, MWMS_ARGUMENTS_SCRIPT)
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
@@ -243,8 +267,7 @@ def test_multi_worker_mirrored_takes_keras_fit_arguments_evaluates_and_refuses_o
         host.env.update({"SMTRAIN_WRAP_SCRIPT": "train.py", "TMPDIR": str(host.base)})
         members.append(host)
     hosts.extend(member.start(script=code / "smtrain_wrap.py") for member in members)
-    line = MWMS_ARGUMENTS_SCRIPT.lstrip().splitlines().index(
-        "model.fit(x, y, epochs=1, callbacks=[tf.keras.callbacks.LambdaCallback()])") + 1
+    line = MWMS_ARGUMENTS_SCRIPT.lstrip().splitlines().index("model.fit(x, y, epochs=1, callbacks=[print])") + 1
     for member in members:
         assert member.wait(TIMEOUT) == 1, member.stderr()[-3000:]
         out = member.stdout()
@@ -253,12 +276,17 @@ def test_multi_worker_mirrored_takes_keras_fit_arguments_evaluates_and_refuses_o
         config = parse_metrics(next(text for text in out.splitlines() if text.startswith("config ")))
         rows = int(np.ceil(len(digits["y_train"]) * 0.75))
         assert (config["global_batch_size"], config["steps_per_epoch"]) == ("64", str(rows // 64))
-        assert "history ['accuracy', 'loss', 'val_accuracy', 'val_loss'] 2" in out
+        # Epochs 1 and 2 of 3 (initial_epoch=1), every batch seen by the script's own callback, with Keras's logs.
+        assert "history ['accuracy', 'learning_rate', 'loss', 'val_accuracy', 'val_loss'] 2" in out
+        assert f"counter {2 * (rows // 64)} [1, 2] ['accuracy', 'loss']" in out, out[-3000:]
         reason = member.failure_file.read_text()
-        assert reason.startswith(f"train.py:{line}: fit(callbacks=[LambdaCallback(...)]): under MultiWorkerMirrored "
-                                 "the wrap trains through smtrain's own loop"), reason
-        assert "drop LambdaCallback" in reason and "Traceback" not in member.stderr()
-    assert len(metric_lines(members[0].stdout())) == 2 and not metric_lines(members[1].stdout())
+        assert reason == (f"train.py:{line}: fit(callbacks=[builtin_function_or_method(...)]): not a Keras callback "
+                          "(keras.callbacks.Callback)\n"), reason
+        assert "Traceback" not in member.stderr()
+    # LearningRateScheduler set each epoch's rate, which the metric lines show.
+    chief_lines = [parse_metrics(text) for text in metric_lines(members[0].stdout())]
+    assert [(m["epoch"], m["lr"]) for m in chief_lines] == [("2", "0.01"), ("3", "0.002")]
+    assert not metric_lines(members[1].stdout())
     # Keras 3's evaluate fails under the strategy: each worker evaluates a copy of the model, with one answer.
     evaluated = [re.findall(r"^evaluate \[(\S+), (\S+)\]$", member.stdout(), re.M) for member in members]
     assert len(evaluated[0]) == 1 and evaluated[0] == evaluated[1]
@@ -570,7 +598,7 @@ def test_keras_fit_arguments_become_smtrain_tf_fit_arguments_under_multi_worker_
                                               callbacks=[stop])
     assert model == "model" and train[0].shape == (15, 2) and list(validation[1]) == list(range(15, 20))
     assert options == {"epochs": 3, "steps_per_epoch": None, "callbacks": [stop], "checkpoint": False,
-                       "batch_size_per_replica": 4, "shuffle_buffer": 15, "seed": 5}
+                       "initial_epoch": 0, "batch_size_per_replica": 4, "shuffle_buffer": 15, "seed": 5}
     assert "wrap: batch_size 4 per replica -> global 8 (2 replicas)" in said
     # shuffle=False: no shuffle; a validation dataset the script batched is unbatched for fit to batch it.
     (_, _, validation), options = fit(x=x, y=y, shuffle=False,
@@ -581,8 +609,13 @@ def test_keras_fit_arguments_become_smtrain_tf_fit_arguments_under_multi_worker_
     (_, train, validation), options = fit(x=dataset, validation_data=(x, y), validation_batch_size=10)
     assert train is dataset and "batch_size_per_replica" not in options
     assert [int(b[0].shape[0]) for b in validation] == [10, 10]
-    for bad, named in [({"class_weight": {0: 1.0}}, "class_weight"), ({"initial_epoch": 2}, "initial_epoch=2"),
-                       ({"callbacks": [tf.keras.callbacks.TerminateOnNaN()]}, "TerminateOnNaN"),
+    # Keras's own arguments and callbacks are taken now; weights reach the loop as a third array.
+    (_, train, _), options = fit(x=x, y=y, initial_epoch=2, class_weight={i: 2.0 for i in range(20)},
+                                 callbacks=[tf.keras.callbacks.TerminateOnNaN()])
+    assert options["initial_epoch"] == 2 and len(train) == 3 and train[2].tolist() == [2.0] * 20
+    (_, train, _), _ = fit(x=dataset, class_weight={i: 3.0 for i in range(20)})
+    assert [float(w) for w in next(iter(train))[2]] == [3.0] * 6
+    for bad, named in [({"callbacks": [print]}, "builtin_function_or_method"),
                        ({"validation_data": (x, y, y)}, "sample_weight")]:
         with pytest.raises(Unsupported, match=f"^train.py:7: fit\\(.*{named}"):
             fit(x=x, y=y, **bad)
@@ -590,3 +623,18 @@ def test_keras_fit_arguments_become_smtrain_tf_fit_arguments_under_multi_worker_
         fit(x=iter([(x, y)]))
     with pytest.raises(Unsupported, match="validation_split=0.1"):
         fit(x=dataset, validation_split=0.1)
+
+
+def test_sample_and_class_weights_become_each_examples_weight_as_keras_multiplies_them() -> None:
+    from smtrain_tf.wrap import mwms_fit
+    from smtrain_tf.wrap.context import Unsupported
+
+    y = np.array([0, 2, 1, 2])
+    given = {"class_weight": {0: 1.0, 1: 0.5, 2: 4.0}, "sample_weight": np.array([1.0, 1.0, 2.0, 0.0])}
+    assert mwms_fit._weights(given, y, "train.py:9").tolist() == [1.0, 4.0, 1.0, 0.0]
+    one_hot = np.eye(3)[y]
+    assert mwms_fit._weights({"class_weight": given["class_weight"]}, one_hot, "train.py:9").tolist() == [
+        1.0, 4.0, 0.5, 4.0]
+    assert mwms_fit._weights({}, y, "train.py:9") is None
+    with pytest.raises(Unsupported, match=r"train.py:9: fit\(class_weight=...\) has no weight for class\(es\) \[2\]"):
+        mwms_fit._weights({"class_weight": {0: 1.0, 1: 1.0}}, y, "train.py:9")

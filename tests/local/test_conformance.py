@@ -4,6 +4,8 @@ For several specs, every host's directory is laid out as a local run does it; th
 process per host with SAGEMAKER_BASE_DIR pointing at that directory, the toolkit itself
 (sagemaker-training's Environment, sagemaker-tensorflow-training's TF_CONFIG builders) says what
 it would export. The environment must match exactly, and TF_CONFIG must match except host:port.
+And for every strategy, each host starts the processes the toolkit's own `train` starts there: the
+entry point (as master, worker or under mpirun) and, for parameter server, a bare tf.distribute.Server.
 
 Needs the test dependencies sagemaker-training and sagemaker-tensorflow-training (installed with
 --no-deps: their pins would downgrade numpy and protobuf under TensorFlow).
@@ -193,3 +195,156 @@ def test_smddp_launch_preview_is_the_toolkits_smddprun_line(tmp_path: Path, node
     theirs[python] = "python"
     program = ours.index(plan.entry_point) + 1
     assert ours[:program] == theirs[:program]
+
+
+# What the toolkit starts on one host, found by running its own `train` (sagemaker-tensorflow-training) with
+# the two calls that start something replaced by recorders: `entry_point.run` (the user's program, through
+# the runner sagemaker-training picks) and `multiprocessing.Process` (the ps server's process). TensorFlow is a
+# stand-in that records the tf.distribute.Server it is asked for; `curl` to the master says it is down.
+STARTED_BY_TOOLKIT = r"""
+import json, subprocess, sys, types
+
+started, servers = [], []
+
+
+class Config:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class Server:
+    def __init__(self, cluster, job_name, task_index, config=None, **kwargs):
+        servers.append({"program": "tf.distribute.Server", "job_name": job_name, "task_index": task_index,
+                        "cluster": sorted(cluster), "gpus": (config.kwargs.get("device_count") or {}).get("GPU")})
+
+    def join(self):
+        pass
+
+
+tf = types.ModuleType("tensorflow")
+tf.train = types.SimpleNamespace(ClusterSpec=lambda cluster: cluster)
+tf.compat = types.SimpleNamespace(v1=types.SimpleNamespace(ConfigProto=Config))
+tf.distribute = types.SimpleNamespace(Server=Server)
+sys.modules["tensorflow"] = tf
+if sys.argv[1:] == ["ours"]:  # smtrain's ps program, under the same stand-in
+    exec(sys.stdin.read())
+    json.dump(servers, sys.stdout)
+    raise SystemExit(0)
+
+from sagemaker_training import environment, mapping, mpi, process, runner, smdataparallel
+from sagemaker_tensorflow_container import training
+
+
+class Process:  # multiprocessing.Process: its target runs in a process of its own
+    def __init__(self, target):
+        self.target = target
+
+    def start(self):
+        count = len(servers)
+        self.target()
+        started.append(servers[count - 1])
+
+
+def run(uri, user_entry_point, args, env_vars=None, capture_error=False, runner_type=runner.ProcessRunnerType,
+        extra_opts=None):
+    chosen = runner.get(runner_type, user_entry_point, args, env_vars, extra_opts)
+    if isinstance(chosen, mpi.WorkerRunner):
+        return  # starts nothing: it waits while the master's mpirun runs this host's ranks
+    task = json.loads(env_vars["TF_CONFIG"])["task"] if "TF_CONFIG" in env_vars else None
+    command = chosen._create_command()
+    if isinstance(chosen, smdataparallel.SMDataParallelRunner):  # its run() appends the program so
+        command += process.ProcessRunner._create_command(chosen)
+    started.append({"program": command, "tf_config_task": task})
+
+
+def master_is_down(*args, **kwargs):
+    raise subprocess.CalledProcessError(7, args[0])
+
+
+training.entry_point.run = run
+training.multiprocessing.Process = Process
+training.subprocess.check_call = master_is_down
+env = environment.Environment(hyperparameters=environment.read_hyperparameters())
+training.train(env, mapping.to_cmd_args(env.hyperparameters))
+json.dump(started, sys.stdout)
+"""
+
+PROCESS_CASES = {
+    "single-host": SPECS["single-host"],
+    "mirrored": {"compute": {"instance_type": "ml.g5.12xlarge"}, "distribution": {"strategy": "mirrored"}},
+    "mwms-2": SPECS["mwms-2"],
+    "parameter-server-3": SPECS["parameter-server-3"],
+    "horovod-2": SPECS["horovod-2"],
+    "smddp-2": SPECS["smddp-2"],
+}
+
+
+def run_stand_in(env: dict[str, str], *args: str, stdin: str | None = None) -> Any:
+    out = subprocess.run([sys.executable, "-c", STARTED_BY_TOOLKIT, *args], env=env, input=stdin,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def toolkit_processes(hosts: Hosts, host: str, bin_dir: Path) -> list[dict[str, Any]]:
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "SAGEMAKER_BASE_DIR": str(hosts.layouts[host].base),
+           "TRAINING_JOB_NAME": hosts.job_name, "SAGEMAKER_TRAINING_MODULE": TF_FRAMEWORK_MODULE,
+           "AWS_EC2_METADATA_DISABLED": "true", "HOME": os.environ.get("HOME", "/")}
+    return run_stand_in(env)
+
+
+def local_processes(specs: list[Any], host: str) -> list[dict[str, Any]]:
+    """A local host's processes in the toolkit's terms: the ps server it asks TensorFlow for, or the command."""
+    from smtrain.local.launch import PS_SERVER
+
+    found: list[dict[str, Any]] = []
+    for spec in (s for s in specs if s.host == host):
+        if spec.argv[1:] == ["-c", PS_SERVER]:
+            [server] = run_stand_in({"PATH": os.environ.get("PATH", ""), "TF_CONFIG": spec.env["TF_CONFIG"]},
+                                    "ours", stdin=PS_SERVER)
+            found.append({**server, "role": spec.role})
+            continue
+        task = json.loads(spec.env["TF_CONFIG"])["task"] if "TF_CONFIG" in spec.env else None
+        found.append({"program": spec.argv, "tf_config_task": task, "role": spec.role})
+    return found
+
+
+def rank_program(command: list[str]) -> list[str]:
+    """An mpirun line's program and what it runs per rank (options differ: loopback here, eth0 there)."""
+    rank = command.index("mpi4py") - 2
+    return [Path(command[0]).name, *command[rank:]]
+
+
+@pytest.mark.parametrize("case", list(PROCESS_CASES))
+def test_each_host_starts_the_toolkits_processes(tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Which processes run, not whether Horovod is installed here: that check has tests of its own.
+    monkeypatch.setattr("smtrain.local.launch.check_mpi", lambda strategy, python: "mpirun")
+    bin_dir = tmp_path / "bin"  # smddp's runner names smddprun only where the image has it
+    bin_dir.mkdir()
+    (bin_dir / "smddprun").write_text("#!/bin/sh\n")
+    (bin_dir / "smddprun").chmod(0o755)
+    plan, hosts = laid_out(tmp_path, PROCESS_CASES[case])
+    specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
+                           hosts.env_for, entry_point=plan.entry_point, python=sys.executable,
+                           args_for=hosts.args_for, processes_per_host=plan.processes_per_host,
+                           mpi_options=plan.spec.distribution.mpi_options)
+    for host in hosts.names:
+        theirs = toolkit_processes(hosts, host, bin_dir)
+        ours = local_processes(specs, host)
+        assert len(ours) == len(theirs), (host, ours, theirs)
+        for mine, toolkit in zip(ours, theirs, strict=True):
+            role = mine.pop("role")
+            if toolkit["program"] == "tf.distribute.Server":
+                assert mine == toolkit and role == "aux", host  # the user's code never runs as the ps task
+                continue
+            assert role == "main" and mine["tf_config_task"] == toolkit["tf_config_task"], host
+            if case in ("horovod-2", "smddp-2"):
+                program = rank_program(toolkit["program"])
+                program[program.index("python") if "python" in program else 1] = sys.executable
+                if "smddprun" in program:  # smddprun wraps each rank in the image; no such program here
+                    program.remove("smddprun")
+                assert rank_program(mine["program"]) == program, host
+            else:
+                assert mine["program"] == toolkit["program"], host
+    if case == "parameter-server-3":
+        assert [s.name for s in specs][:2] == ["algo-1/ps", "algo-1"]  # each host's server before its worker

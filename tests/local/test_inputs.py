@@ -90,6 +90,20 @@ def test_an_empty_s3_prefix_fails_the_job_with_a_client_error(tmp_path: Path, s3
     assert "no objects" in job.failure_reason
 
 
+def test_s3_inputs_without_credentials_are_refused_before_the_job_as_submit_refuses(tmp_path: Path, s3_env) -> None:
+    from tests.local.support import spec_file
+    from tests.support.cli_runner import smtrain
+
+    spec = spec_file(tmp_path, {"region": REGION, "inputs": {"train": f"s3://{BUCKET}/digits/train"}})
+    nowhere = str(tmp_path / "no-such-file")
+    proc = smtrain("submit", str(spec), "--local", "--job-name", "no-creds", env={
+        "SMTRAIN_HOME": str(tmp_path / "home"), "AWS_ENDPOINT_URL": s3_env.url, "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_SHARED_CREDENTIALS_FILE": nowhere, "AWS_CONFIG_FILE": nowhere})
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "no AWS credentials found" in proc.stderr and f"s3://{BUCKET}/digits/train" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "home" / "local-jobs" / "no-creds").exists()
+
+
 def _wheel(directory: Path, name: str = "smtrain_probe", version: str = "0.1") -> Path:
     """A minimal pure-Python wheel, built by hand (no network, no build backend)."""
     dist = f"{name}-{version}.dist-info"

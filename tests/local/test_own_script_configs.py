@@ -85,7 +85,7 @@ def test_the_example_runs_mirrored_over_two_cpu_replicas_on_one_local_host(confi
     assert plan.strategy == "mirrored"
     stream = io.StringIO()
     job = LocalBackend(tmp_path / "home").run(local_request(plan, "mirrored"), stream=stream, grace=5,
-                                              cpu_replicas=2)
+                                              replicas_per_host=2)
     text = stream.getvalue()
     assert job.status == "Completed", text[-4000:]
     assert re.search(strategy_line, text), text[-4000:]

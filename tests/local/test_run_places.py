@@ -120,10 +120,9 @@ def test_a_refused_place_leaves_the_backend_no_job_and_a_later_run_succeeds(tmp_
 
 
 def test_the_python_check_runs_the_interpreter_it_names(tmp_path: Path) -> None:
-    # A working --python other than smtrain's own passes (sys.executable through a link).
-    link = tmp_path / "bin" / "python"
-    link.parent.mkdir()
-    link.symlink_to(sys.executable)
+    # A working --python other than smtrain's own passes (sys.executable through a script: a link to a venv's
+    # python, out of the venv, would be the base interpreter, without the venv's TensorFlow).
+    link = wrapped_python(tmp_path, "never-in-the-arguments", "")
     backend = LocalBackend(tmp_path / "home")
     job = backend.run(local_request(make_plan(tmp_path), "linked"), python=str(link), grace=1)
     assert job.status == "Completed", job.failure_reason
@@ -162,3 +161,68 @@ def test_a_job_environment_that_cannot_be_made_fails_the_job_with_the_reason(tmp
     assert job.failure_reason.startswith("AlgorithmError: InstallRequirementsError: could not create the job's "
                                          "environment")
     assert backend.store.read("env")["processes"] == []  # no host started
+
+
+def python_without_tensorflow(tmp_path: Path) -> Path:
+    """A venv whose Python sees this environment's packages but TensorFlow's (and smtrain from the checkout)."""
+    import sysconfig
+
+    from tests.support import ROOT
+
+    venv = tmp_path / "no-tf"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = tmp_path / "packages-but-tensorflow"
+    packages.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if not entry.name.lower().startswith(("tensorflow", "tf_keras", "keras", "tensorboard")):
+            (packages / entry.name).symlink_to(entry)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    (Path(site) / "deps.pth").write_text(f"{ROOT}\n{ROOT / 'entrypoints'}\n{packages}\n")
+    return venv / "bin" / "python"
+
+
+def test_a_run_without_tensorflow_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    spec = spec_file(tmp_path)
+    python = python_without_tensorflow(tmp_path)
+    # --python names an interpreter without TensorFlow: install it there, or name another.
+    line = assert_refused(submit(spec, tmp_path / "home", "--python", str(python)), str(python), "--python")
+    assert "no TensorFlow" in line
+    # smtrain installed without its [local] extra: the hosts' default Python is smtrain's own.
+    proc = subprocess.run([str(python), "-m", "smtrain", "submit", str(spec), "--local", "--job-name", "places-1"],
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+                               "SMTRAIN_HOME": str(tmp_path / "home")}, capture_output=True, text=True, timeout=300)
+    line = assert_refused(proc, str(python), "pip install 'smtrain[local]'", "--python")
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "home").exists() and not (tmp_path / "out").exists()
+
+
+def _version(distribution: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def test_a_run_under_another_tensorflow_than_the_jobs_says_which_and_how_to_run_the_jobs(tmp_path: Path) -> None:
+    import io
+
+    installed = next(v for v in map(_version, ("tensorflow-cpu", "tensorflow")) if v)
+    here = ".".join(installed.split(".")[:2])
+    other = "2.13" if here != "2.13" else "2.21"
+    backend = LocalBackend(tmp_path / "home")
+    notes = {}
+    for version in (here, other):
+        stream = io.StringIO()
+        plan = make_plan(tmp_path, {"tensorflow": {"version": version}})
+        assert backend.run(local_request(plan, f"tf-{version.replace('.', '-')}"), stream=stream,
+                           grace=1).status == "Completed"
+        notes[version] = [line for line in stream.getvalue().splitlines() if "this run uses TensorFlow" in line]
+    assert notes[here] == []
+    [note] = notes[other]
+    keras = "Keras 2" if other == "2.13" else "Keras 3"
+    keras_here = "Keras 3" if tuple(map(int, here.split("."))) >= (2, 16) else "Keras 2"
+    assert f"this run uses TensorFlow {installed} ({keras_here})" in note
+    assert f"from {sys.executable}; the job asks for {other} ({keras})" in note and "--python PATH" in note

@@ -69,7 +69,7 @@ def test_cpu_replicas_make_mirrored_strategy_run_several_replicas_without_a_gpu(
     assert plan.strategy == "mirrored"
     stream = io.StringIO()
     job = LocalBackend(tmp_path / "home").run(local_request(plan, "mirrored"), stream=stream, grace=5,
-                                              cpu_replicas=2)
+                                              replicas_per_host=2)
     text = stream.getvalue()
     assert job.status == "Completed", text[-3000:]
     assert re.search(r"\[algo-1\] config strategy=mirrored replicas=2 ", text), text[-3000:]

@@ -81,3 +81,33 @@ def test_a_data_hook_needs_the_code_it_names(tmp_path: Path) -> None:
 def test_a_metric_name_must_be_one_the_line_can_carry(tmp_path: Path) -> None:
     line = only_error(tmp_path, {"metrics": ["mae", "val loss"]}, "metrics[1]")
     assert "not a metric name" in line
+
+
+HAND_WRITTEN = """\
+import tensorflow as tf
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(loss="mse", metrics=["mae"])
+model.fit(x, y, epochs=2)
+"""
+
+
+def test_a_hand_written_script_is_promised_no_metric_its_output_never_matches(tmp_path: Path) -> None:
+    from smtrain.cli.render import plan_text
+
+    def plan_of(script: str, **code: object):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        (folder / "train.py").write_text(script)
+        path = write_spec(folder, {"compute": {"instance_type": "ml.g5.xlarge"},
+                                   "code": {"source_dir": ".", "entry_point": "train.py", **code}})
+        return build_plan(load_spec(path, env={}), load_catalog())
+
+    plain = plan_of(HAND_WRITTEN)  # Keras prints `loss: 0.2300`: no MetricDefinition reads it
+    assert plain.metric_lines is False and plain.summary()["metrics"] == []
+    assert "  metrics       none known: the MetricDefinitions read smtrain's metric line" in plan_text(plain)
+    assert "loss, accuracy" not in plan_text(plain)
+    for why, plan in (("wrapped", plan_of(HAND_WRITTEN, wrap=True)),
+                      ("smtrain_tf.fit", plan_of("import smtrain_tf\n" + HAND_WRITTEN)),
+                      ("its own metric line", plan_of(HAND_WRITTEN + 'print(f"epoch={e} step={s} loss={v:.4f}")\n'))):
+        assert plan.metric_lines is True, why
+        assert plan.summary()["metrics"] == ["loss", "accuracy", "mae"], why

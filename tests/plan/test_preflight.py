@@ -11,7 +11,7 @@ import pytest
 from smtrain.bundle.build import plan_bundle
 from smtrain.plan.build import build_plan
 from smtrain.plan.catalog import load_catalog
-from smtrain.plan.preflight import Finding, context_of, scan, scan_files
+from smtrain.plan.preflight import Finding, context_of, scan, scan_files, stand_ins
 from smtrain.plan.preflight_rules import JobContext
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import write_spec
@@ -52,7 +52,9 @@ def test_multi_gpu_model(tmp_path: Path) -> None:
         """)
     assert hits(found, "multi-gpu-model") == [("train.py", 2)]
     assert "removed in TensorFlow 2.4" in found[0].message and "(also line 4)" in found[0].message
-    assert "code.wrap: true" in found[0].fix
+    # The wrap cannot make a removed import work: the advice is to remove it, the wrap gives the strategy.
+    assert found[0].fix.startswith("remove the import and the multi_gpu_model(...) call")
+    assert "unchanged" not in found[0].fix
     assert findings(tmp_path / "no", "import tensorflow as tf\ntf.keras.utils.plot_model(m)\n") == []
 
 
@@ -118,6 +120,120 @@ def test_mwms_on_one_node_with_one_gpu(tmp_path: Path) -> None:
     found = findings(tmp_path, MWMS, JobContext(nodes=1, gpus=1, keras3=False))
     assert hits(found, "mwms-single-gpu") == [("train.py", 2)]
     assert findings(tmp_path / "four", MWMS, JobContext(nodes=1, gpus=4, strategy="mirrored", keras3=False)) == []
+
+
+WRAPPED_TWO_NODES = JobContext(nodes=2, gpus=4, strategy="multi_worker_mirrored", processes=2, wrapped=True,
+                               keras3=True, framework_version="2.21")
+
+
+def test_a_wrapped_script_keeps_the_strategies_the_wrap_stands_for(tmp_path: Path) -> None:
+    # The wrap answers MirroredStrategy() and MultiWorkerMirroredStrategy() with its own: no finding,
+    # not even "MirroredStrategy on several nodes" (under the wrap it spans them).
+    script = MIRRORED + "other = tf.distribute.MultiWorkerMirroredStrategy()\n"
+    assert findings(tmp_path, script, WRAPPED_TWO_NODES) == []
+
+
+def test_a_wrapped_script_may_not_build_a_strategy_the_wrap_cannot_stand_for(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import tensorflow as tf
+        from tensorflow.distribute import OneDeviceStrategy
+        a = tf.distribute.MirroredStrategy(["/gpu:0", "/gpu:1"])
+        b = tf.distribute.MirroredStrategy(devices=["/gpu:0"])
+        c = OneDeviceStrategy("/gpu:0")
+        d = tf.distribute.TPUStrategy(resolver)
+        e = tf.distribute.experimental.ParameterServerStrategy(resolver)
+        f = tf.distribute.experimental.CentralStorageStrategy()
+        g = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+        ok = tf.distribute.MirroredStrategy()
+        """, WRAPPED_TWO_NODES)
+    assert [(f.line, f.rule, f.severity) for f in found] == [
+        (n, "strategy-under-wrap", "error") for n in (3, 5, 6, 7, 8, 9)]
+    by_line = {f.line: f for f in found}
+    assert "given devices of its own" in by_line[3].message and "Mixing different" in by_line[3].message
+    assert "(also line 4)" in by_line[3].message and "given a cluster of its own" in by_line[9].message
+    assert by_line[3].fix.startswith("build MirroredStrategy() without arguments")
+    assert "OneDeviceStrategy in a wrapped script" in by_line[5].message
+    assert "code.wrap: false" in by_line[7].fix
+    # Unwrapped, the script's own strategy is its business: none of these is refused.
+    assert hits(findings(tmp_path / "own", (tmp_path / "train.py").read_text(), TWO_NODES),
+                "strategy-under-wrap") == []
+
+
+def test_a_strategy_the_script_may_not_reach_is_a_warning_under_the_wrap(tmp_path: Path) -> None:
+    # keras.io's examples: a TPU when there is one, else MirroredStrategy(): on a GPU host the except runs.
+    found = findings(tmp_path, """\
+        import tensorflow as tf
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            strategy = tf.distribute.TPUStrategy(resolver)
+        except ValueError:
+            strategy = tf.distribute.MirroredStrategy()
+        if False:
+            other = tf.distribute.OneDeviceStrategy("/gpu:0")
+        """, WRAPPED_TWO_NODES)
+    assert [(f.line, f.rule, f.severity) for f in found] == [(4, "strategy-under-wrap", "warning"),
+                                                             (8, "strategy-under-wrap", "warning")]
+    assert found[0].message.startswith("if this line runs: TPUStrategy in a wrapped script")
+
+
+def test_plan_says_what_the_wrap_gives_a_strategy_the_script_builds(tmp_path: Path) -> None:
+    script = PARSER.replace("args = parser.parse_args()", 'parser.add_argument("--model_dir")\n'
+                            "args = parser.parse_args()\nstrategy = tf.distribute.MirroredStrategy()\n"
+                            "other = tf.distribute.MirroredStrategy(['/gpu:0'])\n")
+    plan = plan_for(tmp_path, {"compute": {"instance_type": "ml.g5.12xlarge", "nodes": 2}, "code": {"wrap": True}},
+                    "import tensorflow as tf\n" + script)
+    found = stand_ins(plan, shipped(tmp_path / "src"))
+    assert [s.render() for s in found] == [
+        "train.py:8 builds MirroredStrategy(): under the wrap it is the job's multi_worker_mirrored strategy "
+        "(2 hosts x 4 replicas)"]
+    assert found[0].to_dict()["becomes"] == "the job's multi_worker_mirrored strategy (2 hosts x 4 replicas)"
+    (tmp_path / "own").mkdir()
+    unwrapped = plan_for(tmp_path / "own", {"compute": {"instance_type": "ml.g5.12xlarge"}}, "import tensorflow as tf\n"
+                         + script)
+    assert stand_ins(unwrapped, shipped(tmp_path / "own" / "src")) == []
+
+
+HOROVOD = """\
+import horovod.tensorflow.keras as hvd
+import tensorflow as tf
+hvd.init()
+"""
+
+TF_CONFIG = """\
+import json, os
+import tensorflow as tf
+tf_config = json.loads(os.environ["TF_CONFIG"])
+num_workers = len(tf_config["cluster"]["worker"])
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+"""
+
+
+def test_a_wrapped_script_that_imports_horovod(tmp_path: Path) -> None:
+    found = findings(tmp_path, HOROVOD, JobContext(wrapped=True, keras3=True))
+    assert [(f.line, f.rule, f.severity) for f in found] == [(1, "horovod-wrapped", "error")]
+    assert "distribution.strategy: horovod" in found[0].fix and 'tensorflow.version: "2.12"' in found[0].fix
+    assert findings(tmp_path / "mpi", HOROVOD, JobContext(strategy="horovod", processes=4, keras3=False)) == []
+    optional = "try:\n    import horovod.tensorflow.keras as hvd\nexcept ImportError:\n    hvd = None\n"
+    assert findings(tmp_path / "optional", optional, JobContext(wrapped=True, keras3=True)) == []
+
+
+def test_a_script_that_reads_tf_config_in_a_job_without_it(tmp_path: Path) -> None:
+    found = findings(tmp_path, TF_CONFIG, JobContext(nodes=1, gpus=1, strategy="none", keras3=False))
+    assert [(f.line, f.rule, f.severity) for f in found] == [(3, "tf-config-unset", "error"),
+                                                             (5, "mwms-single-gpu", "warning")]
+    assert "(none on 1 node)" in found[0].message and "compute.nodes: 2" in found[0].fix
+    two = JobContext(nodes=2, strategy="multi_worker_mirrored", processes=2, keras3=False, tf_config=True)
+    assert hits(findings(tmp_path / "two", TF_CONFIG, two), "tf-config-unset") == []
+    # json.loads of os.environ.get without a default fails too (TypeError on None); with a default it runs.
+    unset = JobContext(keras3=False)
+    got = TF_CONFIG.replace('os.environ["TF_CONFIG"]', 'os.environ.get("TF_CONFIG")')
+    assert hits(findings(tmp_path / "get", got, unset), "tf-config-unset") == [("train.py", 3)]
+    default = TF_CONFIG.replace('os.environ["TF_CONFIG"]', 'os.environ.get("TF_CONFIG", "{}")')
+    assert hits(findings(tmp_path / "default", default, unset), "tf-config-unset") == []
+    # Read only when it is there: the script runs without it.
+    guarded = TF_CONFIG.replace('tf_config = json.loads', 'if "TF_CONFIG" in os.environ:\n    tf_config = json.loads')
+    guarded = guarded.replace("num_workers", "    num_workers")
+    assert hits(findings(tmp_path / "guarded", guarded, unset), "tf-config-unset") == []
 
 
 # --- Keras 3 fit --------------------------------------------------------------------------------
@@ -209,7 +325,6 @@ def test_channel_and_system_paths_are_not_local(tmp_path: Path) -> None:
         import numpy as np
         train = os.environ.get("SM_CHANNEL_TRAIN", "/home/me/data/train")
         x = np.load(os.path.join(os.getenv("SM_CHANNEL_TRAIN", "/home/me/data"), "x.npy"))
-        y = np.load("/opt/ml/input/data/train/y.npy")
         np.save("/tmp/scratch.npy", x)
         z = np.load("data/z.npy")
         with open("/".join(parts)) as f:
@@ -277,6 +392,23 @@ def test_parse_args_with_undeclared_hyperparameters(tmp_path: Path) -> None:
     assert "SageMaker passes --model_dir to every TensorFlow script" in found[0].fix
 
 
+def test_an_undeclared_name_is_an_error_with_did_you_mean(tmp_path: Path) -> None:
+    # SageMaker passes `--batch_size 64`; the script declares --batch-size: parse_args() exits 2, certainly.
+    declared = PARSER.replace("args = ", 'parser.add_argument("--model_dir")\nargs = ')
+    found = findings(tmp_path, declared, JobContext(hyperparameters=("batch_size", "epoch", "lr")))
+    assert [(f.line, f.rule, f.severity) for f in found] == [(6, "undeclared-hyperparameters", "error")]
+    assert found[0].message.endswith("--batch_size (did you mean --batch-size?), --lr")
+    assert found[0].fix.startswith("rename in the spec's hyperparameters: batch_size -> batch-size, or declare")
+    # With parse_known_args somewhere too, the script may not exit there: a warning, as before.
+    both = declared.replace("args = parser.parse_args()", "args = parser.parse_args()\nrest = parser.parse_known_args()")
+    found = findings(tmp_path / "both", both, JobContext(hyperparameters=("batch_size",)))
+    assert [(f.rule, f.severity) for f in found] == [("undeclared-hyperparameters", "warning")]
+    # A parent parser from elsewhere may declare it: not certain either.
+    inherited = declared.replace("ArgumentParser()", "ArgumentParser(parents=[common.parser()])")
+    found = findings(tmp_path / "parents", inherited, JobContext(hyperparameters=("batch_size",)))
+    assert [(f.rule, f.severity) for f in found] == [("undeclared-hyperparameters", "warning")]
+
+
 def test_declared_abbreviated_or_lenient_parsers_pass(tmp_path: Path) -> None:
     declared = PARSER.replace("args = ", 'parser.add_argument("--model_dir")\nargs = ')
     # argparse takes --epoch for --epochs (a unique prefix), as SageMaker's `--epoch 3` would arrive.
@@ -288,7 +420,7 @@ def test_declared_abbreviated_or_lenient_parsers_pass(tmp_path: Path) -> None:
     assert findings(tmp_path / "c", unread, JobContext(hyperparameters=("lr",))) == []
     no_abbrev = declared.replace("ArgumentParser()", "ArgumentParser(allow_abbrev=False)")
     found = findings(tmp_path / "d", no_abbrev, JobContext(hyperparameters=("epoch",)))
-    assert [f.message.rsplit(": ", 1)[1] for f in found] == ["--epoch"]
+    assert [f.message.rsplit(": ", 1)[1] for f in found] == ["--epoch (did you mean --epochs?)"]
 
 
 def test_the_parser_in_an_imported_module(tmp_path: Path) -> None:
@@ -318,6 +450,95 @@ def test_required_arguments_the_spec_does_not_give(tmp_path: Path) -> None:
     given = findings(tmp_path / "given", script.replace('parser.add_argument("data_dir")\n', ""),
                      JobContext(hyperparameters=("seed",)))
     assert given == []
+
+
+# --- what fails only once the job runs: Keras 3, SageMaker's model_dir, /opt/ml ------------------------
+
+KERAS2 = JobContext(nodes=1, gpus=1, strategy="none", keras3=False, framework_version="2.13")
+
+
+def test_an_optimizer_given_lr_under_keras_3(tmp_path: Path) -> None:
+    script = """\
+        import tensorflow as tf
+        from tensorflow.keras.optimizers import SGD
+        opt = tf.keras.optimizers.Adam(lr=0.001)
+        sgd = SGD(lr=0.1, momentum=0.9)
+        ok = tf.keras.optimizers.Adam(learning_rate=0.001)
+        other = make_optimizer(lr=0.1)
+        if tf.__version__ < "2.11":
+            old = SGD(lr=0.1)
+        """
+    found = findings(tmp_path, script)
+    assert [(f.line, f.rule, f.severity) for f in found] == [(3, "keras3-lr", "error"), (4, "keras3-lr", "error"),
+                                                             (8, "keras3-lr", "warning")]
+    assert "refuses Adam(lr=...)" in found[0].message and found[0].fix == "write Adam(learning_rate=...)"
+    assert findings(tmp_path / "k2", script, KERAS2) == []  # Keras 2 took lr (deprecated)
+
+
+def test_keras_3_save_without_an_extension(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        import os
+        import tensorflow as tf
+        model = tf.keras.Sequential()
+        model_dir = os.environ["SM_MODEL_DIR"]
+        model.save(os.path.join(model_dir, "1"))
+        export_path = f"{model_dir}/saved"
+        model.save(export_path)
+        model.save(os.path.join(model_dir, "model.keras"))
+        model.save(os.path.join(model_dir, "model.h5"))
+        model.save(model_dir, save_format="tf")
+        model.save(unknown_path)
+        model.export(os.path.join(model_dir, "1"))
+        tf.saved_model.save(model, os.path.join(model_dir, "2"))
+        import wandb
+        wandb.save("logs/*")
+        trainer.save("state")
+        """)
+    assert [(f.line, f.rule, f.severity) for f in found] == [
+        (5, "keras3-save-path", "error"), (7, "keras3-save-path", "error"), (10, "keras3-save-path", "error")]
+    assert "ends '1'" in found[0].message and "model.export(path)" in found[0].fix
+    assert "save_format" in found[2].message
+
+
+def test_saving_to_the_model_dir_argument(tmp_path: Path) -> None:
+    script = """\
+        import argparse, os
+        import numpy as np
+        import tensorflow as tf
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--epochs", type=int, default=1)
+        parser.add_argument("--model_dir", type=str)
+        parser.add_argument("--sm-model-dir", default=os.environ.get("SM_MODEL_DIR"))
+        args, _ = parser.parse_known_args()
+        model = tf.keras.Sequential()
+        model.save(os.path.join(args.model_dir, "model.keras"))
+        out = args.model_dir
+        np.save(out + "/w.npy", w)
+        model.save(os.path.join(args.sm_model_dir, "model.keras"))
+        """
+    found = findings(tmp_path, script)
+    assert [(f.line, f.rule, f.severity) for f in found] == [(10, "model-dir-s3", "warning")]
+    assert "(also line 12)" in found[0].message
+    assert "an s3:// URI" in found[0].message and "SM_MODEL_DIR" in found[0].fix
+    # Horovod's jobs get /opt/ml/model as model_dir; a script whose --model_dir is no option has no such value.
+    assert findings(tmp_path / "hvd", script, JobContext(strategy="horovod", keras3=True)) == []
+    undeclared = textwrap.dedent(script).replace('parser.add_argument("--model_dir", type=str)\n', "")
+    assert findings(tmp_path / "none", undeclared) == []
+
+
+def test_a_literal_opt_ml_path_is_a_warning(tmp_path: Path) -> None:
+    found = findings(tmp_path, """\
+        \"\"\"Saves to /opt/ml/model.\"\"\"
+        import os
+        import numpy as np
+        x = np.load("/opt/ml/input/data/train/x.npy")
+        model_dir = os.environ.get("SM_MODEL_DIR", "/opt/ml/model")
+        np.save("/opt/ml/model/w.npy", x)
+        """)
+    assert [(f.line, f.rule, f.severity) for f in found] == [(4, "opt-ml-path", "warning"),
+                                                             (6, "opt-ml-path", "warning")]
+    assert "this machine's /opt/ml" in found[0].message and "SM_CHANNEL_<NAME>" in found[0].fix
+    assert 'os.environ["SM_MODEL_DIR"]' in found[1].fix
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -387,4 +608,6 @@ def test_a_finding_renders_as_a_compiler_warning() -> None:
     finding = Finding("train.py", 12, "tf-contrib", "tf.contrib was removed", "use tf.keras")
     assert finding.render() == "train.py:12: warning: tf.contrib was removed (fix: use tf.keras)"
     assert finding.to_dict() == {"file": "train.py", "line": 12, "rule": "tf-contrib",
-                                 "message": "tf.contrib was removed", "fix": "use tf.keras"}
+                                 "message": "tf.contrib was removed", "fix": "use tf.keras", "severity": "warning"}
+    error = Finding("train.py", 3, "keras3-lr", "Keras 3 refuses lr", "write learning_rate=", "error")
+    assert error.render() == "train.py:3: error: Keras 3 refuses lr (fix: write learning_rate=)" and error.is_error

@@ -17,8 +17,10 @@ import tensorflow as tf
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=3)
+parser.add_argument("--model_dir")
 args = parser.parse_args()
 strategy = tf.distribute.MirroredStrategy()
+LOGS = "/opt/ml/output/data/logs"
 """
 
 
@@ -31,7 +33,7 @@ def job(tmp_path: Path, script: str = SCRIPT, **changes: object) -> str:
     return str(write_spec(tmp_path, spec))
 
 
-EXPECTED = [("train.py", 6, "undeclared-hyperparameters"), ("train.py", 7, "mirrored-multi-node")]
+EXPECTED = [("train.py", 8, "mirrored-multi-node"), ("train.py", 9, "opt-ml-path")]
 
 
 def test_validate_warns_at_file_and_line(tmp_path: Path) -> None:
@@ -39,8 +41,8 @@ def test_validate_warns_at_file_and_line(tmp_path: Path) -> None:
     proc = smtrain("validate", spec)
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if ": warning: " in line and line.startswith("train.py:")]
-    assert [line.split(": warning: ")[0] for line in lines] == ["train.py:6", "train.py:7"]
-    assert lines[0].endswith(")") and "(fix: " in lines[0] and "--model_dir" in lines[0]
+    assert [line.split(": warning: ")[0] for line in lines] == ["train.py:8", "train.py:9"]
+    assert lines[0].endswith(")") and "(fix: " in lines[0] and "MultiWorkerMirroredStrategy" in lines[0]
     assert "valid (multi_worker_mirrored on 2 x ml.g5.xlarge)" in proc.stdout
 
 
@@ -51,12 +53,13 @@ def test_json_lists_the_findings_and_strict_makes_them_exit_2(tmp_path: Path) ->
         assert proc.returncode == 0, proc.stderr
         found = json.loads(proc.stdout)["preflight"]
         assert [(f["file"], f["line"], f["rule"]) for f in found] == EXPECTED
-        assert set(found[0]) == {"file", "line", "rule", "message", "fix"}
+        assert set(found[0]) == {"file", "line", "rule", "message", "fix", "severity"}
+        assert {f["severity"] for f in found} == {"warning"}
         strict = smtrain(command, spec, "-o", "json", "--strict")
         assert strict.returncode == 2 and json.loads(strict.stdout)["preflight"] == found
         assert "2 preflight warnings and --strict" in strict.stderr
     text = smtrain("validate", spec, "--strict")
-    assert text.returncode == 2 and "train.py:7: warning: MirroredStrategy()" in text.stderr
+    assert text.returncode == 2 and "train.py:8: warning: MirroredStrategy()" in text.stderr
     assert "valid" not in text.stdout
 
 
@@ -66,13 +69,37 @@ def test_strict_submit_sends_nothing(tmp_path: Path) -> None:
         proc = smtrain("submit", spec, "--strict", *extra, env={"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
                                                                  "AWS_ENDPOINT_URL": "http://127.0.0.1:9"})
         assert proc.returncode == 2, (extra, proc.stderr)
-        assert proc.stdout == "" and "train.py:6: warning: parse_args()" in proc.stderr
+        assert proc.stdout == "" and "train.py:8: warning: MirroredStrategy()" in proc.stderr
         assert "nothing was sent" in proc.stderr
+
+
+def test_a_certain_failure_is_an_error_without_strict(tmp_path: Path) -> None:
+    # The spec says batch_size, the script declares --batch-size: parse_args() exits 2 at line 8, for certain.
+    script = SCRIPT.replace('parser.add_argument("--model_dir")', 'parser.add_argument("--batch-size", type=int)\n'
+                            'parser.add_argument("--model_dir")')
+    spec = job(tmp_path, script, hyperparameters={"epochs": 2, "batch_size": 64})
+    text = smtrain("validate", spec)
+    assert text.returncode == 2 and "valid" not in text.stdout
+    assert ("train.py:8: error: parse_args() ends the script on arguments its parser does not declare: "
+            "--batch_size (did you mean --batch-size?)") in text.stderr
+    assert "1 preflight error found; nothing was sent." in text.stderr
+    plan = smtrain("plan", spec)
+    assert plan.returncode == 2 and "1 preflight error: the job would fail at that line; nothing was sent." in plan.stderr
+    out = smtrain("validate", spec, "-o", "json")
+    data = json.loads(out.stdout)
+    assert out.returncode == 2 and data["valid"] is False
+    assert [(f["line"], f["rule"], f["severity"]) for f in data["preflight"]] == [
+        (8, "undeclared-hyperparameters", "error"), (9, "mirrored-multi-node", "warning"),
+        (10, "opt-ml-path", "warning")]
+    dry = smtrain("submit", spec, "--dry-run", "-o", "json")
+    assert dry.returncode == 2 and dry.stdout == "" and "nothing was sent" in dry.stderr
+    assert "train.py:8: error: " in dry.stderr
 
 
 def test_a_clean_script_passes_strict(tmp_path: Path) -> None:
     clean = SCRIPT.replace("tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()")
-    clean = clean.replace("args = ", 'parser.add_argument("--model_dir")\nargs = ')
+    clean = clean.replace('LOGS = "/opt/ml/output/data/logs"', 'LOGS = os.environ["SM_OUTPUT_DATA_DIR"]')
+    clean = clean.replace("import argparse", "import argparse, os")
     spec = job(tmp_path, clean)
     proc = smtrain("validate", spec, "--strict", "-o", "json")
     assert proc.returncode == 0, proc.stderr
@@ -93,4 +120,23 @@ def test_the_dry_run_carries_the_findings(tmp_path: Path) -> None:
     assert [(f["file"], f["line"], f["rule"]) for f in out["preflight"]] == EXPECTED
     assert "warning: " not in proc.stderr  # in JSON mode they travel in the document
     text = smtrain("submit", job(tmp_path / "t"), "--dry-run", "--job-name", "pf-2")
-    assert text.returncode == 0 and "train.py:7: warning: " in text.stderr and "Dry run" in text.stdout
+    assert text.returncode == 0 and "train.py:8: warning: " in text.stderr and "Dry run" in text.stdout
+
+
+def test_plan_shows_what_the_wrap_gives_the_scripts_own_strategy(tmp_path: Path) -> None:
+    script = SCRIPT.replace('LOGS = "/opt/ml/output/data/logs"\n', "")
+    spec = job(tmp_path, script, compute={"instance_type": "ml.g5.12xlarge", "nodes": 2},
+               code={"source_dir": "src", "entry_point": "train.py", "wrap": True})
+    text = smtrain("plan", spec)
+    assert text.returncode == 0, text.stderr
+    assert ("  your strategy train.py:8 builds MirroredStrategy(): under the wrap it is the job's "
+            "multi_worker_mirrored strategy (2 hosts x 4 replicas)") in text.stdout.splitlines()
+    assert "warning: MirroredStrategy()" not in text.stderr  # under the wrap it spans the hosts
+    data = json.loads(smtrain("plan", spec, "-o", "json").stdout)
+    assert data["program"]["own_strategies"] == [
+        {"file": "train.py", "line": 8, "builds": "MirroredStrategy()",
+         "becomes": "the job's multi_worker_mirrored strategy (2 hosts x 4 replicas)"}]
+    # One with devices of its own is refused before anything is paid.
+    (tmp_path / "src" / "train.py").write_text(script.replace("MirroredStrategy()", 'MirroredStrategy(["/gpu:0"])'))
+    refused = smtrain("validate", spec)
+    assert refused.returncode == 2 and "train.py:8: error: MirroredStrategy(...) given devices" in refused.stderr

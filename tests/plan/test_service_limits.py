@@ -250,3 +250,15 @@ def test_validate_says_valid_for_local_only_with_the_fields(tmp_path):
     assert proc.returncode == 0 and "--local only" not in proc.stdout and ": valid (" in proc.stdout
     assert json.loads(smtrain("validate", str(s3), "-o", "json").stdout)["local_only"] is False
 
+
+
+def test_a_dry_run_of_a_local_only_spec_names_each_local_field(tmp_path):
+    # It used to blame code.source_dir for the output's problem; now every field on this machine is named.
+    spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"},
+                                 "inputs": {"train": "data/train"}, "output": "file:///tmp/out"})
+    proc = smtrain("submit", str(spec), "--dry-run")
+    assert proc.returncode == 2 and proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert [e.split(": ")[2] for e in errors] == ["inputs.train.uri", "output"]
+    assert "code.source_dir" not in proc.stderr and "submit --local" in errors[1]
+    assert f"{spec}:{line_of(spec, 'train: data/train')}:" in errors[0]

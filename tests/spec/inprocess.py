@@ -47,14 +47,20 @@ def run(*args: str, env: Mapping[str, str | None] | None = None, home: Path | No
 
 
 def problems_without_position(run_: Run, spec: Path) -> list[str]:
-    """The lines of an exit-2 run that are not `error: FILE:LINE:COLUMN: field: message` (or a warning,
-    the count, or a file-level problem naming the file alone)."""
+    """The lines of an exit-2 run that are not `error: FILE:LINE:COLUMN: field: message` (or a warning, a
+    note of checks that could not run, the count, or a file-level problem naming the file alone)."""
     where = re.compile(re.escape(f"error: {spec}:") + r"[0-9]+:[0-9]+: ")
     bad = []
+    positioned = False  # the line before was a positioned problem: an indented line goes on with it
     for line in re.split(r"\r\n|\r|\n", run_.output):  # the breaks a terminal makes (not U+2028)
-        if not line or line.startswith("warning: ") or re.fullmatch(r"[0-9]+ problems? found; nothing was sent\.", line):
+        if positioned and line.startswith("  "):
+            continue  # a problem listing several files ("cannot bundle the code:" then one a line)
+        positioned = False
+        if not line or line.startswith(("warning: ", "note: ")) or re.fullmatch(
+                r"[0-9]+ problems?( and [0-9]+ preflight errors?)? found; nothing was sent\.", line):
             continue
         if where.match(line):
+            positioned = True
             continue
         if line.startswith(f"error: {spec}: (top level): ") and any(f in line for f in _FILE_LEVEL):
             continue

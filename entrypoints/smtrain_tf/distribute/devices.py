@@ -29,6 +29,8 @@ def configure(cpu_replicas: int, pin_gpu: Optional[int] = None) -> None:
             tf.config.experimental.set_memory_growth(gpu, True)
         if not gpus and cpu_replicas > 1:
             cpu = tf.config.list_physical_devices("CPU")[0]
+            if len(tf.config.get_logical_device_configuration(cpu) or []) == cpu_replicas:
+                return  # split already (a local run's start-up hook splits it for scripts of any kind)
             tf.config.set_logical_device_configuration(
                 cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(cpu_replicas)])
     except RuntimeError as exc:

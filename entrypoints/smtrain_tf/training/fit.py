@@ -88,14 +88,14 @@ def fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, val
         epochs: int = 1, batch_size_per_replica: Optional[int] = None, steps_per_epoch: Optional[int] = None,
         loss: Any = None, optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
         gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
-        checkpoint: bool = True, log_every_steps: int = 0, say: Callable[[str], None]) -> Any:
+        checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0, say: Callable[[str], None]) -> Any:
     """Train; write the failure file for a known failure and raise it again. See smtrain_tf.fit."""
     try:
         return _fit(dist, contract, model, train_data, validation_data, epochs=epochs,
                     batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
                     optimizer=optimizer, callbacks=callbacks, gradient_accumulation_steps=gradient_accumulation_steps,
                     shuffle_buffer=shuffle_buffer, seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
-                    say=say)
+                    initial_epoch=initial_epoch, say=say)
     except Exception as exc:
         known = known_failures.recognise(exc)
         if known is not None:
@@ -106,13 +106,16 @@ def fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, val
 def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, validation_data: Any, *,
          epochs: int, batch_size_per_replica: Optional[int], steps_per_epoch: Optional[int], loss: Any,
          optimizer: Any, callbacks: Optional[Sequence[Any]], gradient_accumulation_steps: Optional[int],
-         shuffle_buffer: int, seed: Optional[int], checkpoint: bool, log_every_steps: int,
+         shuffle_buffer: int, seed: Optional[int], checkpoint: bool, log_every_steps: int, initial_epoch: int,
          say: Callable[[str], None]) -> Any:
     global _calls
     started_at = time.time()
     hp = contract.hp
     if int(epochs) < 1:
         raise ValueError(f"smtrain_tf.fit: epochs must be at least 1, got {epochs}")
+    if not 0 <= int(initial_epoch) < int(epochs):
+        raise ValueError(f"smtrain_tf.fit: initial_epoch must be at least 0 and below epochs ({epochs}), "
+                         f"got {initial_epoch}")
     accumulation = int(hp("gradient_accumulation_steps") if gradient_accumulation_steps is None
                        else gradient_accumulation_steps)
     if accumulation < 1:
@@ -140,6 +143,9 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
                                     is_chief=dist.is_chief, worker_index=dist.worker_index, model=model,
                                     optimizer=optimizer)
         start = resume(checkpointer, dist, model, optimizer, stream.steps_per_epoch, say)
+    if start.epoch < int(initial_epoch):
+        # As Keras's fit: the epochs before it count as done (for the epoch numbers and the callbacks).
+        start = Progress(int(initial_epoch), 0, int(initial_epoch) * stream.steps_per_epoch)
     if dist.kind == PS:
         assert stream.dataset_fn is not None
         runner: Any = CoordinatorRunner(dist, steps, stream.dataset_fn)

@@ -35,13 +35,28 @@ class LoopConfig:
 
 
 class EpochHooks:
-    """What a caller may do around each epoch (smtrain_tf.fit drives Keras callbacks through it)."""
+    """What a caller may do around each epoch, and each step when `batches` (smtrain_tf.fit drives Keras
+    callbacks through it)."""
+
+    # True: the loop runs one step per call and reports each (batch_begin / batch_end); callbacks with
+    # batch hooks need it, at the cost of a call per step.
+    batches = False
+
+    def batch_begin(self, step: int) -> None:
+        """`step`: the 0-based index of the step about to run, within its epoch."""
+
+    def batch_end(self, step: int, logs: Dict[str, float]) -> None:
+        """After the step; `logs` are the epoch's running values, as Keras passes them."""
 
     def epoch_begin(self, epoch: int) -> None:
         """`epoch`: the 0-based index of the epoch about to run."""
 
     def epoch_end(self, epoch: int, logs: Dict[str, float]) -> bool:
         """After the epoch's metric line and checkpoint; True stops the training."""
+        return False
+
+    def stopped(self) -> bool:
+        """Whether a batch hook asked to stop (Keras: model.stop_training); the epoch then ends there."""
         return False
 
 
@@ -103,7 +118,9 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
         train_seconds = 0.0
         steps_this_epoch = 0
         while progress.epoch_step < cfg.steps_per_epoch:
-            n = _next_chunk(cfg, progress)
+            n = 1 if hooks.batches else _next_chunk(cfg, progress)
+            if hooks.batches:
+                hooks.batch_begin(progress.epoch_step)
             began = time.perf_counter()
             epoch_totals += runner.run(n)
             train_seconds += time.perf_counter() - began
@@ -111,6 +128,10 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
             progress = Progress(progress.epoch, progress.epoch_step + n, progress.global_step + n)
             _check_finite(cfg, epoch_totals, progress)
             heartbeat()
+            if hooks.batches:
+                hooks.batch_end(progress.epoch_step - 1, measures.values(epoch_totals))
+                if hooks.stopped():
+                    break
             at_epoch_end = progress.epoch_step >= cfg.steps_per_epoch
             if cfg.checkpoint_every_steps and progress.global_step % cfg.checkpoint_every_steps == 0 \
                     and not at_epoch_end:

@@ -1,7 +1,9 @@
 """The per-replica training and evaluation steps, and the tf.functions that run several at once.
 
 Every step returns the sums of measures.py: loss over examples, examples, each metric's parts.
-Sums (not means) make metrics exact across replicas, workers and partial batches.
+Sums (not means) make metrics exact across replicas, workers and partial batches. A training batch
+may carry a third element, each example's weight (Keras's sample_weight, or class_weight looked up
+per label): the loss sums weighted examples over the same divisor, as Keras's default reduction does.
 """
 
 from __future__ import annotations
@@ -64,9 +66,12 @@ class StepFunctions:
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         return tf.cast(_leading(x), tf.float32) * float(replicas)
 
-    def _forward_impl(self, x: Any, y: tf.Tensor, divisor: Any) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    def _forward_impl(self, x: Any, y: tf.Tensor, divisor: Any,
+                      weights: Optional[tf.Tensor] = None) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         outputs = self.model(x, training=True)
         per_example = tf.cast(self.measures.per_example_loss(y, outputs), tf.float32)
+        if weights is not None:
+            per_example *= tf.reshape(tf.cast(weights, tf.float32), tf.shape(per_example))
         loss = tf.math.divide_no_nan(tf.reduce_sum(per_example), tf.cast(divisor, tf.float32))
         if self.model.losses:
             regularization = tf.nn.scale_regularization_loss(
@@ -75,19 +80,19 @@ class StepFunctions:
             loss += regularization / float(self.accumulation_steps)
         return outputs, per_example, loss
 
-    def replica_train_step(self, x: Any, y: tf.Tensor) -> Stats:
+    def replica_train_step(self, x: Any, y: tf.Tensor, weights: Optional[tf.Tensor] = None) -> Stats:
         if self.accumulation_steps > 1:
-            return self._accumulated_train_step(x, y)
+            return self._accumulated_train_step(x, y, weights)
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            outputs, per_example, loss = self._forward(x, y, self._divisor(x))
+            outputs, per_example, loss = self._forward(x, y, self._divisor(x), weights)
             scaled = scale_loss(self.optimizer, loss)
         gradients = self.dist.wrap_tape(tape).gradient(scaled, variables)
         gradients = unscale_gradients(self.optimizer, gradients)
         self.optimizer.apply_gradients(zip(gradients, variables))  # noqa: B905 - strict= needs Python 3.10
         return self.measures.stats(y, outputs, per_example)
 
-    def _accumulated_train_step(self, x: Any, y: tf.Tensor) -> Stats:
+    def _accumulated_train_step(self, x: Any, y: tf.Tensor, weights: Optional[tf.Tensor] = None) -> Stats:
         """k micro-batches in a loop, their (scaled) gradients summed in tensors, one optimizer update."""
         variables = self.model.trainable_variables
         k = self.accumulation_steps
@@ -97,8 +102,9 @@ class StepFunctions:
         def body(i: tf.Tensor, totals: Stats, sums: List[tf.Tensor]) -> Tuple[tf.Tensor, Stats, List[tf.Tensor]]:
             start, end = i * size // k, (i + 1) * size // k
             xs, ys = _slice(x, start, end), _slice(y, start, end)
+            ws = None if weights is None else weights[start:end]
             with tf.GradientTape() as tape:
-                outputs, per_example, loss = self._forward(xs, ys, divisor)
+                outputs, per_example, loss = self._forward(xs, ys, divisor, ws)
                 scaled = scale_loss(self.optimizer, loss)
             gradients = tape.gradient(scaled, variables)
             sums = [total if g is None else total + tf.cast(tf.convert_to_tensor(g), total.dtype)
@@ -140,8 +146,8 @@ class StepFunctions:
         def run(iterator: Any, n: tf.Tensor) -> Stats:
             totals = tf.zeros([self.measures.size], tf.float32)
             for _ in tf.range(n):
-                x, y = next(iterator)
-                per_replica = strategy.run(self.replica_train_step, args=(x, y))
+                batch = next(iterator)  # (x, y) or (x, y, weights)
+                per_replica = strategy.run(self.replica_train_step, args=tuple(batch))
                 totals += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
             return totals
 

@@ -56,14 +56,14 @@ def _from_graph(dataset: tf.data.Dataset) -> Callable[[], tf.data.Dataset]:
 
 
 def as_dataset(data: Any, what: str, batch_size_per_replica: Optional[int]) -> Source:
-    """A tf.data.Dataset of (features, labels) from a dataset or an (x, y) pair of arrays."""
+    """A tf.data.Dataset of (features, labels[, weights]) from a dataset or (x, y[, weights]) arrays."""
     if isinstance(data, tf.data.Dataset):
         return Source(data, _from_graph(data), hook_data.files_read(data))
-    if isinstance(data, (tuple, list)) and len(data) == 2:
+    if isinstance(data, (tuple, list)) and len(data) in (2, 3):
         if batch_size_per_replica is None:
             raise ValueError(f"smtrain_tf.fit: {what} is a pair of arrays: pass batch_size_per_replica")
-        x, y = data[0], data[1]
-        return Source(tf.data.Dataset.from_tensor_slices((x, y)), lambda: tf.data.Dataset.from_tensor_slices((x, y)))
+        arrays = tuple(data)
+        return Source(tf.data.Dataset.from_tensor_slices(arrays), lambda: tf.data.Dataset.from_tensor_slices(arrays))
     raise ValueError(f"smtrain_tf.fit: {what} must be a tf.data.Dataset of (features, labels) or an (x, y) tuple "
                      f"of arrays, not {type(data).__name__}")
 

@@ -12,7 +12,8 @@ Map:
                        smddp, parameter server; a guard process ends a worker whose MultiWorkerMirrored
                        peers never join
     script.py          runs the user's file as __main__ (argv, sys.path) and trims tracebacks to it
-    launcher.py        the program: set-up, the script, exit status and the failure file
+    launcher.py        the program: set-up, the script, exit status and the failure file; smtrain's lines
+                       start lines of their own after a progress bar (contract/log.py tracks stdout)
     patches.py         installs every patch on each Keras found (Keras 2 and 3)
     fit_inputs.py      reading a fit call: bound arguments, arrays or batched data, the caller's file:line
     batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
@@ -23,5 +24,7 @@ Map:
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save
     devices_guard.py   a script's own tf.config device set-up, once the wrap has set up the devices
+    own_strategy.py    a script's own MirroredStrategy() / MultiWorkerMirroredStrategy() is the wrap's strategy;
+                       a batch multiplied by num_replicas_in_sync is taken as global
     tf_names.py        replacing a TensorFlow function under every name it is loaded as
 """

@@ -3,19 +3,24 @@
 Keras splits a global batch over the replicas, so the wrap gives it the script's batch times the
 replicas: each replica then does the work it did on one device. With SMTRAIN_WRAP_BATCH=global the
 number stays as written. Data the script batches itself (a tf.data.Dataset, a Sequence, a
-generator) is left alone, with a warning naming the fit call.
+generator) is left alone, with a warning naming the fit call. A batch the script multiplied by
+num_replicas_in_sync itself (own_strategy.py marks it) is global, as written.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from . import fit_inputs
+from . import fit_inputs, own_strategy
 from .context import WrapContext, plural
 from .settings import GLOBAL
 
 
 def batched_data_warning(ctx: WrapContext, location: str, what: str) -> None:
+    if own_strategy.dataset_batch_scaled():
+        ctx.say_once(f"wrap: {location}: fit gets {what}, which the script batches itself with a global batch (it "
+                     f"multiplied by num_replicas_in_sync): each batch is split over {plural(ctx.replicas, 'replica')}")
+        return
     if ctx.replicas > 1:
         ctx.say_once(f"wrap: warning: {location}: fit gets {what}, which the script batches itself; the wrap leaves "
                      f"it as it is, so each of its batches is the global batch, split over {ctx.replicas} replicas "
@@ -25,6 +30,11 @@ def batched_data_warning(ctx: WrapContext, location: str, what: str) -> None:
 def per_replica_batch(ctx: WrapContext, given: Dict[str, Any]) -> int:
     """The batch one replica takes from array data, as the script wrote it and the settings read it."""
     written = int(given.get("batch_size") or fit_inputs.KERAS_DEFAULT_BATCH)
+    if own_strategy.scaled_by_script(given.get("batch_size")):
+        per_replica = max(written // ctx.replicas, 1)
+        ctx.say_once(f"wrap: batch_size {written} is global (the script multiplied it by num_replicas_in_sync): "
+                     f"{per_replica} per replica ({plural(ctx.replicas, 'replica')})")
+        return per_replica
     if ctx.settings.batch == GLOBAL:
         per_replica = max(written // ctx.replicas, 1)
         ctx.say_once(f"wrap: batch_size {written} is global (SMTRAIN_WRAP_BATCH=global): {per_replica} per replica "
@@ -42,8 +52,9 @@ def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tup
         batched_data_warning(ctx, location, what)
         return given, None
     given = dict(given)
+    written_global = ctx.settings.batch == GLOBAL or own_strategy.scaled_by_script(given.get("batch_size"))
     global_batch = per_replica_batch(ctx, given) * ctx.replicas
-    if ctx.settings.batch != GLOBAL:
+    if not written_global:
         given["batch_size"] = global_batch
         if given.get("validation_batch_size"):
             validation = int(given["validation_batch_size"])

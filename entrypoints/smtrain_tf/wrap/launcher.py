@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence
 
 from ..contract import container, failure, known_failures
 from ..contract.errors import TrainingFailure
-from ..contract.log import say
+from ..contract.log import say, track_lines
 from ..distribute.choice import DEFAULT, MWMS
 from . import script, settings, strategy
 from .context import WrapContext
@@ -90,6 +90,8 @@ def _run_script(ctx: WrapContext, args: List[str], code_dir: str) -> int:
 def main(code_dir: str, argv: Optional[Sequence[str]] = None) -> int:
     """Run the script named by SMTRAIN_WRAP_SCRIPT (relative to `code_dir`) with `argv` (default sys.argv[1:])."""
     started_at = time.time()
+    # Before the script prints anything: smtrain's metric lines must start lines of their own.
+    track_lines()
     args = list(sys.argv[1:] if argv is None else argv)
     code_dir = os.path.abspath(code_dir)
     try:
@@ -100,6 +102,9 @@ def main(code_dir: str, argv: Optional[Sequence[str]] = None) -> int:
         traceback.print_exc()
         return _fail(f"the wrap could not start the script: {type(exc).__name__}: {exc}", 1)
     code = _run_script(ctx, args, code_dir)
+    from .saving import remove_worker_saves
+
+    remove_worker_saves()
     if ctx.kind == MWMS:
         from ..training.watchdog import exit_now
 

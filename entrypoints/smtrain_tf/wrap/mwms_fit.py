@@ -3,7 +3,10 @@
 Keras 3's fit fails there at the first step ("unsupported type ... PerReplica", keras-team/keras#20585),
 so the wrap turns the call's arguments into smtrain_tf.fit's. Array data is batched per replica
 (see batch_size) and shuffled with the job's seed: every worker then holds the same order before
-tf.distribute gives each its share. Arguments smtrain's loop cannot honour are refused by name.
+tf.distribute gives each its share. Every Keras callback is driven as Keras's fit drives it
+(smtrain_tf's training/callbacks.py); `sample_weight` and `class_weight` become each example's
+weight in the loss, as in Keras; `initial_epoch` starts there. Arguments smtrain's loop cannot
+honour are refused by name.
 """
 
 from __future__ import annotations
@@ -11,15 +14,13 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from . import fit_inputs
 from .batch_size import batched_data_warning, per_replica_batch
 from .context import Unsupported, WrapContext
 
-ALLOWED_CALLBACKS = ("History", "EarlyStopping", "ModelCheckpoint", "CSVLogger", "TensorBoard")
-# Arguments that change what is trained, which smtrain's loop does not take.
-_REFUSED_ARGUMENTS = ("class_weight", "sample_weight")
 # Arguments about how Keras reports or paces validation: the loop validates every epoch, in full.
 _IGNORED_ARGUMENTS = ("validation_steps", "validation_batch_size", "validation_freq")
 
@@ -36,15 +37,52 @@ def _check_callbacks(keras: Any, callbacks: Any, location: str) -> list:
         return []
     if not isinstance(callbacks, (list, tuple)):
         raise _refuse(location, f"callbacks={type(callbacks).__name__}", "takes a list of Keras callbacks")
-    # Keras's own classes only, not subclasses: their behaviour at epoch boundaries is known.
-    allowed = tuple(getattr(keras.callbacks, name) for name in ALLOWED_CALLBACKS
-                    if hasattr(keras.callbacks, name))
     for callback in callbacks:
-        if type(callback) not in allowed:
-            raise _refuse(location, f"callbacks=[{type(callback).__name__}(...)]",
-                          f"drives only {', '.join(ALLOWED_CALLBACKS)}; drop {type(callback).__name__} or run on "
-                          "one host")
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise Unsupported(f"{location}: fit(callbacks=[{type(callback).__name__}(...)]): not a Keras callback "
+                              "(keras.callbacks.Callback)")
     return list(callbacks)
+
+
+def _labels(y: Any) -> np.ndarray:
+    """Class indices of labels given as indices (n,) / (n, 1) or one-hot (n, k), as class_weight reads them."""
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] > 1:
+        return labels.argmax(axis=1)
+    return labels.reshape(len(labels))
+
+
+def _class_weights(class_weight: Dict[Any, float], labels: np.ndarray, location: str) -> np.ndarray:
+    missing = sorted({int(label) for label in np.unique(labels)} - {int(k) for k in class_weight})
+    if missing:
+        raise Unsupported(f"{location}: fit(class_weight=...) has no weight for class(es) {missing[:10]}")
+    table = np.zeros(int(max(max(int(k) for k in class_weight), int(labels.max()))) + 1, np.float32)
+    for key, value in class_weight.items():
+        table[int(key)] = float(value)
+    return table[labels.astype(np.int64)]
+
+
+def _weights(given: Dict[str, Any], y: Any, location: str) -> Optional[np.ndarray]:
+    """Each training example's weight: sample_weight times its class's weight (Keras multiplies them)."""
+    weights = None
+    if given.get("sample_weight") is not None:
+        weights = np.asarray(given["sample_weight"], np.float32).reshape(-1)
+    if given.get("class_weight"):
+        by_class = _class_weights(dict(given["class_weight"]), _labels(y), location)
+        weights = by_class if weights is None else weights * by_class
+    return weights
+
+
+def _weighted_dataset(data: Any, class_weight: Dict[Any, float]) -> Any:
+    """A batched (x, y) dataset with each example's class weight as a third element."""
+    size = max(int(k) for k in class_weight) + 1
+    table = tf.constant([float(class_weight.get(i, class_weight.get(str(i), 0.0))) for i in range(size)], tf.float32)
+
+    def add(x: Any, y: Any) -> Any:
+        labels = tf.argmax(y, axis=-1) if y.shape.rank == 2 and y.shape[-1] not in (None, 1) else tf.reshape(y, [-1])
+        return x, y, tf.gather(table, tf.cast(labels, tf.int32))
+
+    return data.map(add)
 
 
 def _split(x: Any, y: Any, fraction: float, location: str) -> Tuple[Tuple[Any, Any], Tuple[Any, Any]]:
@@ -94,11 +132,6 @@ def _note_ignored(ctx: WrapContext, given: Dict[str, Any], location: str, batche
 
 
 def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> Any:
-    for name in _REFUSED_ARGUMENTS:
-        if given.get(name) is not None:
-            raise _refuse(location, f"{name}=...", f"does not take {name}")
-    if int(given.get("initial_epoch") or 0) != 0:
-        raise _refuse(location, f"initial_epoch={given['initial_epoch']}", "starts at epoch 0")
     callbacks = _check_callbacks(keras, given.get("callbacks"), location)
     x, y = given.get("x"), given.get("y")
     what = fit_inputs.batched_by_script(x)
@@ -113,14 +146,20 @@ def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], locatio
             raise _refuse(location, f"validation_split={given['validation_split']}",
                           "splits arrays only, as Keras does; give validation_data")
         batched_data_warning(ctx, location, str(what))
-        train: Any = x
+        if given.get("sample_weight") is not None:
+            raise Unsupported(f"{location}: fit(sample_weight=...) with a tf.data.Dataset: give each batch's weights "
+                              "as the dataset's third element, as Keras asks")
+        train: Any = _weighted_dataset(x, dict(given["class_weight"])) if given.get("class_weight") else x
     else:
         if y is None:
             raise _refuse(location, "x=arrays without y", "trains on (x, y) pairs")
         fraction = float(given.get("validation_split") or 0.0)
+        weights = _weights(given, y, location)
         train = (x, y)
         if fraction > 0.0 and validation is None:
             train, validation = _split(x, y, fraction, location)
+        if weights is not None:
+            train = (*train, weights[:fit_inputs.num_examples(train[0])])
         rows = fit_inputs.num_examples(train[0]) or 0
         shuffle = bool(given.get("shuffle", True))
         # The same seed on every worker (SMTRAIN_SEED, else 42): the same order before tf.distribute
@@ -130,4 +169,5 @@ def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], locatio
     from .. import fit as smtrain_fit
 
     return smtrain_fit(model, train, validation, epochs=int(given.get("epochs") or 1),
-                       steps_per_epoch=given.get("steps_per_epoch"), callbacks=callbacks, checkpoint=False, **options)
+                       steps_per_epoch=given.get("steps_per_epoch"), callbacks=callbacks, checkpoint=False,
+                       initial_epoch=int(given.get("initial_epoch") or 0), **options)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from ..distribute.choice import DEFAULT
 from ..training.keras_compat import keras as tf_keras
-from . import devices_guard, keras_fit, learning_rate, mwms_evaluate, saving
+from . import devices_guard, keras_fit, learning_rate, mwms_evaluate, own_strategy, saving
 from .context import WrapContext
 
 
@@ -38,3 +39,5 @@ def install(ctx: WrapContext) -> None:
         saving.patch_functions(keras, ctx, redirect)
     saving.patch_saved_model(ctx, redirect)
     devices_guard.patch(ctx)
+    if ctx.kind != DEFAULT:
+        own_strategy.patch(ctx)

@@ -2,9 +2,11 @@
 
 MultiWorkerMirrored needs every worker to run a save (a SavedModel reads variables in sync), so
 a non-chief's save is not skipped: it goes to a temporary directory instead, and the log says
-where. After each save, every process logs `weights_sha256=<hex>` of the model's weights: equal
-digests across workers mean identical models. A save inside another (Model.save calling
-tf.saved_model.save) is left to the outer one.
+where; the launcher removes those directories when the script ends. After each save the script
+itself makes, every process logs `weights_sha256=<hex>` of the model's weights: equal digests
+across workers mean identical models. Saves made by Keras on the script's behalf (ModelCheckpoint
+every epoch) log nothing more: their files are the record. A save inside another (Model.save
+calling tf.saved_model.save) is left to the outer one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import functools
 import importlib
 import inspect
 import os
+import shutil
+import sys
 import tempfile
 import threading
 from typing import Any, Callable, Optional
@@ -44,6 +48,26 @@ class _Redirect:
         name = os.path.basename(os.fspath(path).rstrip("/\\")) or "saved"
         return os.path.join(directory, name)
 
+    def remove(self) -> None:
+        """A non-chief's saves exist only for the collective ops they ran: none is kept."""
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+
+_redirects: "list[_Redirect]" = []
+
+
+def remove_worker_saves() -> None:
+    for redirect in _redirects:
+        redirect.remove()
+
+
+def _called_by_keras() -> bool:
+    """Whether the save at hand comes from Keras itself (a callback), two frames above this one."""
+    module = sys._getframe(2).f_globals.get("__name__", "")
+    return module.startswith(("keras", "tf_keras", "tensorflow"))
+
 
 def _digest_line(model: Any) -> Optional[str]:
     get_weights = getattr(model, "get_weights", None)
@@ -69,12 +93,13 @@ def redirecting(ctx: WrapContext, redirect: _Redirect, original: Callable[..., A
                 bound.arguments[path_arg] = moved
                 ctx.say(f"wrap: worker {ctx.dist.worker_index} is not the chief: {what} writes {moved} "
                         f"instead of {os.fspath(wanted)}")
+        by_keras = _called_by_keras()
         _inside.depth = 1
         try:
             result = original(*bound.args, **bound.kwargs)
         finally:
             _inside.depth = 0
-        line = _digest_line(bound.arguments.get(model_arg))
+        line = None if by_keras else _digest_line(bound.arguments.get(model_arg))
         if line is not None:
             ctx.say(line)
         return result
@@ -124,4 +149,6 @@ def patch_saved_model(ctx: WrapContext, redirect: _Redirect) -> None:
 
 
 def new_redirect() -> _Redirect:
-    return _Redirect()
+    redirect = _Redirect()
+    _redirects.append(redirect)
+    return redirect

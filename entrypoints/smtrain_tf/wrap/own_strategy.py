@@ -1,0 +1,150 @@
+"""A script's own `tf.distribute.MirroredStrategy()` (or MultiWorkerMirroredStrategy()) is the wrap's strategy.
+
+Every tutorial builds its strategy itself (`strategy = tf.distribute.MirroredStrategy()`, then
+`with strategy.scope(): ...`). Under the wrap a second strategy cannot work: TensorFlow refuses to
+mix it with the one already set ("Mixing different tf.distribute.Strategy objects") once there are
+two replicas, and across hosts the script's MirroredStrategy would train each host apart. So, once
+the wrap has set a strategy, those names build nothing: calling them returns the wrap's strategy
+(on one host the same devices; across hosts the wrap's MultiWorkerMirrored), and the log says so at
+the script's line. `isinstance(s, tf.distribute.MirroredStrategy)` keeps TensorFlow's own answer.
+
+A call the wrap cannot stand for (explicit devices, an explicit cluster resolver) fails at its line
+with the reason; preflight refuses the same before the job is paid for. Options about how gradients
+travel (cross_device_ops, communication options) are left to the wrap's strategy, with a note.
+
+The batch: a script that builds its own strategy often writes its global batch itself, as
+`64 * strategy.num_replicas_in_sync`. The wrap's strategy answers `num_replicas_in_sync` with an int
+that marks the product, so fit (batch_size.py) and Dataset.batch know the batch is already global.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, Tuple
+
+import tensorflow as tf
+
+from . import fit_inputs
+from .context import Unsupported, WrapContext
+
+# Arguments that name what to run on: the wrap's strategy already decided that from the job's layout.
+_PLACEMENT = ("devices", "cluster_resolver")
+# Arguments about how replicas exchange gradients: the wrap's strategy keeps its own choice.
+_TRANSPORT = ("cross_device_ops", "communication_options", "communication")
+# tf.distribute.MultiWorkerMirroredStrategy is a class of another name.
+_PUBLIC_NAMES = {"CollectiveAllReduceStrategy": "MultiWorkerMirroredStrategy",
+                 "_CollectiveAllReduceStrategyExperimental": "experimental.MultiWorkerMirroredStrategy"}
+
+
+class ReplicaCount(int):
+    """`num_replicas_in_sync` as the wrap's strategy gives it: a product with it is a ScaledBatch."""
+
+    def __mul__(self, other: Any) -> Any:
+        product = int.__mul__(self, other)
+        return ScaledBatch(product) if isinstance(other, int) and product is not NotImplemented else product
+
+    __rmul__ = __mul__
+
+
+class ScaledBatch(int):
+    """A batch the script multiplied by the replica count itself: a global batch."""
+
+
+class _State:
+    scaled_dataset_batch = False  # a Dataset.batch(...) the script scaled itself
+
+
+def scaled_by_script(value: Any) -> bool:
+    return isinstance(value, ScaledBatch)
+
+
+def dataset_batch_scaled() -> bool:
+    return _State.scaled_dataset_batch
+
+
+def _bound(original: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    import inspect
+
+    bound = inspect.signature(original.__init__).bind(None, *args, **kwargs)
+    return {name: value for name, value in list(bound.arguments.items())[1:] if value is not None}
+
+
+def _stand_in(original: type, ctx: WrapContext) -> type:
+    """A class under `original`'s name whose call returns the wrap's strategy; isinstance stays TensorFlow's."""
+
+    def call(cls: type, *args: Any, **kwargs: Any) -> Any:
+        location = fit_inputs.caller_location(1, ctx.settings.script_dir)
+        given = _bound(original, args, kwargs)
+        shown = _PUBLIC_NAMES.get(original.__name__, original.__name__)
+        for name in _PLACEMENT:
+            if name in given:
+                raise Unsupported(
+                    f"{location}: tf.distribute.{shown}({name}=...): the wrap runs the script under the job's "
+                    f"{ctx.kind} strategy over every device of every host, and cannot stand for a strategy on chosen "
+                    f"{'devices' if name == 'devices' else 'cluster'}; call tf.distribute.{shown}() without "
+                    f"{name}, or turn code.wrap off")
+        for name in _TRANSPORT:
+            if name in given:
+                ctx.say_once(f"wrap: note: {location}: {shown}({name}=...) is not used: the wrap's {ctx.kind} "
+                             "strategy chooses how the replicas exchange gradients")
+        ctx.say_once(f"wrap: {location}: tf.distribute.{shown}() is the wrap's {ctx.kind} strategy "
+                     f"({ctx.dist.num_workers} worker(s), {ctx.replicas} replica(s) in all)")
+        return ctx.dist.strategy
+
+    def instancecheck(cls: type, instance: Any) -> bool:
+        return isinstance(instance, original)
+
+    def subclasscheck(cls: type, subclass: type) -> bool:
+        return issubclass(subclass, original)
+
+    meta = type(f"{original.__name__}Meta", (type(original),),
+                {"__call__": call, "__instancecheck__": instancecheck, "__subclasscheck__": subclasscheck})
+    return meta(original.__name__, (original,), {"__module__": original.__module__, "__doc__": original.__doc__,
+                                                 "__qualname__": original.__qualname__})
+
+
+def _replace_public(original: type, replacement: type) -> None:
+    """`original` becomes `replacement` in TensorFlow's public modules (tf.distribute...), not in its own
+    module: TensorFlow's internals keep constructing and checking the real class."""
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("tensorflow") or module_name.startswith("tensorflow.python"):
+            continue
+        for name, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, name, replacement)
+
+
+def _mark_replica_count(strategy: Any) -> None:
+    cls = type(strategy)
+    prop = getattr(cls, "num_replicas_in_sync", None)
+    if not isinstance(prop, property) or getattr(prop.fget, "_smtrain_marked", False):
+        return
+
+    def num_replicas_in_sync(self: Any) -> Any:
+        value = prop.fget(self)
+        return ReplicaCount(value) if self is strategy else value
+
+    num_replicas_in_sync._smtrain_marked = True  # type: ignore[attr-defined]
+    cls.num_replicas_in_sync = property(num_replicas_in_sync, doc=prop.__doc__)
+
+
+def _mark_dataset_batch() -> None:
+    original = tf.data.Dataset.batch
+
+    def batch(self: Any, batch_size: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(batch_size, ScaledBatch):
+            _State.scaled_dataset_batch = True
+        return original(self, batch_size, *args, **kwargs)
+
+    batch.__doc__ = original.__doc__
+    tf.data.Dataset.batch = batch  # type: ignore[method-assign]
+
+
+def patch(ctx: WrapContext) -> None:
+    """Only under a strategy the wrap set: on one device the script's own strategy is the one it builds."""
+    _mark_replica_count(ctx.dist.strategy)
+    _mark_dataset_batch()
+    for original in (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy,
+                     getattr(tf.distribute.experimental, "MultiWorkerMirroredStrategy", None)):
+        if isinstance(original, type):
+            _replace_public(original, _stand_in(original, ctx))

@@ -1,0 +1,96 @@
+"""What a script imports and reads that decides the job it needs, read with ast (never run): Horovod (an
+MPI job, not wrapped) and TF_CONFIG (which only a multi-worker job's container sets).
+
+`smtrain init` writes a spec to match; the preflight scan refuses a spec that does not match.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# The environment reads as scripts write them: os.environ.get("X"), os.getenv("X"), environ.get("X").
+_ENV_GETS = frozenset({"get", "getenv"})
+
+
+@dataclass(frozen=True)
+class ScriptReads:
+    horovod_line: int | None = None  # the first import of horovod
+    tf_config_line: int | None = None  # the first read of TF_CONFIG that fails when it is not set
+
+
+def _is_environ(node: ast.AST) -> bool:
+    """`os.environ` or `environ` (from os import environ)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _names_tf_config(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "TF_CONFIG"
+
+
+def _env_get_without_default(node: ast.AST) -> bool:
+    """os.environ.get("TF_CONFIG") / os.getenv("TF_CONFIG"): None when the variable is not set."""
+    if not (isinstance(node, ast.Call) and node.args and _names_tf_config(node.args[0])):
+        return False
+    if len(node.args) > 1 or node.keywords:
+        return False  # a default: the script runs without TF_CONFIG
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "get":
+        return _is_environ(func.value)
+    return isinstance(func, (ast.Name, ast.Attribute)) and (
+        func.id if isinstance(func, ast.Name) else func.attr) == "getenv"
+
+
+def _required_tf_config(node: ast.AST) -> bool:
+    """A read of TF_CONFIG that raises when it is not set: os.environ["TF_CONFIG"] (KeyError), or
+    json.loads(os.environ.get("TF_CONFIG")) (TypeError on None)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
+        return _names_tf_config(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "loads" and node.args:
+        return _env_get_without_default(node.args[0])
+    return False
+
+
+def parents_of(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """node -> the node that holds it."""
+    found: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            found[child] = node
+    return found
+
+
+def conditional(node: ast.AST, parent_of: dict[ast.AST, ast.AST]) -> bool:
+    """Whether the script may not reach `node`, or goes on when it fails: under an if (or a loop, a
+    conditional expression, a match case), or in the body of a try that handles errors
+    (`try: TPUStrategy(...) except ValueError: MirroredStrategy()`)."""
+    child, parent = node, parent_of.get(node)
+    while parent is not None:
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+            return True
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.match_case)):
+            return True
+        if isinstance(parent, ast.Try) and parent.handlers and child in parent.body:
+            return True
+        child, parent = parent, parent_of.get(parent)
+    return False
+
+
+def script_reads(tree: ast.AST) -> ScriptReads:
+    """What the script surely does: an import or a read under a condition or a handled try is left out."""
+    horovod, tf_config = [], []
+    parent_of = parents_of(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "horovod" for a in node.names):
+            found = horovod
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and (
+                node.module.split(".")[0] == "horovod"):
+            found = horovod
+        elif _required_tf_config(node):
+            found = tf_config
+        else:
+            continue
+        if not conditional(node, parent_of):
+            found.append(getattr(node, "lineno", 1))
+    return ScriptReads(min(horovod, default=None), min(tf_config, default=None))
