@@ -323,7 +323,6 @@ class LocalBackend:
         plan, name = request.plan, request.job_name
         job_dir = self.store.job_dir(name)
         output.note(f"{name}: {plan.nodes} host(s), {plan.strategy}, in {job_dir}")
-        output.note(replicas.summary())
         from smtrain.plan.request_limits import sagemaker_only_notes
 
         for note in sagemaker_only_notes(plan.spec):
@@ -339,6 +338,7 @@ class LocalBackend:
         write_bundle(request.bundle.data, bundle)
         hosts = lay_out(name, plan.region, body, hyperparameters, self.store.hosts_dir(name), bundle,
                         environment=environment, python_path=replicas.python_path)
+        output.note(replicas.summary(hosts.machine.num_gpus))
         first = hosts.names[0]
         if body.get("TensorBoardOutputConfig"):
             output.note(f"TensorBoard event files stay in {first}'s output/tensorboard (`smtrain tensorboard {name}`): "

@@ -66,7 +66,13 @@ class ReplicaLayout:
         """Directories the hosts' PYTHONPATH gets after the code: the device hook, for own scripts."""
         return [str(HOOKS_DIR)] if self.own_script and self.used > 1 else []
 
-    def summary(self) -> str:
+    def summary(self, gpus_here: int = 0) -> str:
+        """The run's first line about its layout; `gpus_here`: GPUs this machine has (then TensorFlow uses them,
+        as SM_NUM_GPUS tells the job, and no CPU stands in)."""
+        if gpus_here:
+            return (f"this machine has {gpus_here} GPU{'s' if gpus_here != 1 else ''}: the job uses them as they "
+                    f"are (SM_NUM_GPUS={gpus_here}), not the planned {self.planned * self.processes_per_host} x "
+                    f"{self.gpu or 'GPU'} per host, and no CPU devices stand in")
         per_host = self.used * self.processes_per_host
         planned_per_host = self.planned * self.processes_per_host
         hosts = f"{self.nodes} host{'s' if self.nodes != 1 else ''}"
@@ -90,7 +96,7 @@ def choose(plan: Plan, replicas_per_host: int | None) -> ReplicaLayout:
     planned = planned_per_process(plan)
     used = planned
     limited = plan.strategy if plan.strategy in _ONE_CPU_DEVICE else None
-    if limited and replicas_per_host is not None:
+    if limited and replicas_per_host not in (None, 1):
         raise UserError(f"--replicas-per-host {replicas_per_host}: this run trains one replica per host whatever "
                         f"the flag: TensorFlow's {limited} gives a worker without GPUs one CPU device", USAGE)
     if limited:

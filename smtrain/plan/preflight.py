@@ -67,7 +67,7 @@ def context_of(plan: Plan) -> JobContext:
     return JobContext(nodes=plan.nodes, gpus=plan.instance.gpus, strategy=plan.strategy, processes=processes,
                       wrapped=bool(spec.code.wrap), keras3=keras3, framework_version=version,
                       hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs),
-                      tf_config=any(h.tf_config for h in plan.launch))
+                      tf_config=any(h.tf_config for h in plan.launch) or "TF_CONFIG" in (plan.spec.environment or {}))
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The preflight rules on what Keras 3 (TensorFlow 2.16 and later, without TF_USE_LEGACY_KERAS) refuses at
 run time, after the job has paid for its start-up: an optimizer given `lr=`, and `model.save(path)` to a
-path without the `.keras` / `.h5` extension (or with `save_format=`). Both raise ValueError for certain,
-so both are errors. Keras 2 took them (with a deprecation warning): no finding there.
+path without the `.keras` / `.h5` extension. Both raise ValueError for certain, so both are errors.
+`save_format=` raises only beside another path: a warning where the path's end is not in the code.
+Keras 2 took them (with a deprecation warning): no finding there.
 """
 
 from __future__ import annotations
@@ -118,11 +119,13 @@ def save_format_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[H
             continue
         fix = ("save to a .keras file (model.save(os.path.join(os.environ[\"SM_MODEL_DIR\"], \"model.keras\"))), "
                "or call model.export(path) for a SavedModel (what TensorFlow Serving loads)")
-        if any(k.arg == "save_format" for k in node.keywords):
-            yield _hit(node, parent_of, "keras3-save-path", f"Keras 3 (TensorFlow {job.framework_version}) "
-                       "model.save() takes no save_format: it raises ValueError", fix)
-            continue
         tail = tails.tail(path)
+        if any(k.arg == "save_format" for k in node.keywords) and tail is None:
+            # Keras 3 takes save_format only beside a .keras/.h5 path (with a deprecation note): where the
+            # path's end is not in the code, the call may or may not raise.
+            yield Hit(node.lineno, "keras3-save-path", f"Keras 3 (TensorFlow {job.framework_version}) model.save() "
+                      "raises ValueError for save_format=... unless the path ends in .keras or .h5", fix, WARNING)
+            continue
         if tail is not None and not tail.lower().endswith(_MODEL_FILE_EXTENSIONS):
             yield _hit(node, parent_of, "keras3-save-path",
                        f"Keras 3 (TensorFlow {job.framework_version}) model.save() refuses a path without the "

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from smtrain.plan.distribution import HOROVOD_MAX_TF, version_tuple
 from smtrain.plan.preflight_names import Names, leaf, references
 from smtrain.spec.script_args import ScriptArgs
 from smtrain.spec.script_reads import conditional, parents_of, script_reads
@@ -131,6 +132,22 @@ class BuiltStrategy:
         return f"{self.name}({'...' if self.explicit else ''})"
 
 
+def _none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _placement_args(name: str, call: ast.Call) -> list[ast.expr]:
+    """The arguments of a strategy's call that choose where it runs (devices, a cluster), as its signature
+    places them: MirroredStrategy(devices, ...), MultiWorkerMirroredStrategy(cluster_resolver, ...),
+    experimental.MultiWorkerMirroredStrategy(communication, cluster_resolver)."""
+    position = {"MirroredStrategy": 0, "MultiWorkerMirroredStrategy": 1 if ".experimental." in name else 0}
+    at = position.get(name.rsplit(".", 1)[-1])
+    given = [k.value for k in call.keywords if k.arg in _EXPLICIT]
+    if at is not None and len(call.args) > at:
+        given.append(call.args[at])
+    return given
+
+
 def strategies_of(tree: ast.AST, names: Names, with_nodes: bool = False) -> Iterator[Any]:
     """Every tf.distribute strategy the file builds, with whether it names its own devices (BuiltStrategy;
     with_nodes: (BuiltStrategy, its call))."""
@@ -140,7 +157,7 @@ def strategies_of(tree: ast.AST, names: Names, with_nodes: bool = False) -> Iter
             name = names.qualified(node.func) or ""
             last = name.rsplit(".", 1)[-1]
             if last in known and (name == last or "distribute" in name):
-                explicit = bool(node.args) or any(k.arg in _EXPLICIT for k in node.keywords)
+                explicit = any(not _none(arg) for arg in _placement_args(name, node))
                 built = BuiltStrategy(last, node.lineno, explicit)
                 yield (built, node) if with_nodes else built
 
@@ -191,7 +208,7 @@ def strategy_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]
                       "nodes), or use more nodes")
 
 
-HOROVOD_LAST_IMAGE = "2.12"  # SageMaker's TensorFlow images dropped Horovod in 2.13 (smtrain.plan.distribution)
+HOROVOD_LAST_IMAGE = ".".join(map(str, HOROVOD_MAX_TF))  # the images dropped Horovod after it
 
 
 def job_shape_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
@@ -199,13 +216,16 @@ def job_shape_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit
     TF_CONFIG (set by the container for multi-worker strategies only)."""
     reads = script_reads(tree)
     if reads.horovod_line is not None and job.wrapped:
+        # From 2.13 on the image has no Horovod: the import fails for certain. Up to 2.12 it imports, and each
+        # process trains apart (hvd.size() is 1 without mpirun): wrong, but not a failure.
+        fails = job.framework_version is None or version_tuple(job.framework_version)[:2] > HOROVOD_MAX_TF
         yield Hit(reads.horovod_line, "horovod-wrapped",
                   "the script imports horovod, but a wrapped script runs inside a tf.distribute strategy, not "
                   "under mpirun (and SageMaker's TensorFlow images since 2.13 have no Horovod: the import fails)",
                   f"run it as a Horovod job: code.wrap: false, distribution.strategy: horovod and "
                   f"tensorflow.version: \"{HOROVOD_LAST_IMAGE}\" (the last image with Horovod); or remove Horovod "
                   "from the script (hvd.init, DistributedOptimizer, its callbacks): the wrap supplies the strategy",
-                  ERROR)
+                  ERROR if fails else WARNING)
     if reads.tf_config_line is not None and not job.tf_config:
         shape = f"{job.strategy} on {job.nodes} node{'s' if job.nodes != 1 else ''}"
         yield Hit(reads.tf_config_line, "tf-config-unset",

@@ -84,7 +84,7 @@ class ScriptArgs:
     allow_abbrev: bool = True  # argparse takes `--epoch` for `--epochs` unless a parser says otherwise
     complete: bool = True  # every add_argument's option strings were literals
     undeclared_lines: tuple[int, ...] = field(default=(), compare=False)  # add_argument calls not read
-    inherits: bool = False  # a parser takes parents=[...]: options may come from code not read here
+    inherits: bool = False  # a parser takes parents=[...] or is handed to other code: options may come from elsewhere
 
     @property
     def strict(self) -> bool:
@@ -207,7 +207,20 @@ def script_args(tree: ast.AST) -> ScriptArgs:
     options.sort(key=lambda o: o.line)
     parses.sort(key=lambda p: p.line)
     return ScriptArgs(tuple(options), tuple(parses), makes_parser, allow_abbrev, not unread, tuple(sorted(unread)),
-                      inherits)
+                      inherits or _parser_handed_on(tree))
+
+
+def _parser_handed_on(tree: ast.AST) -> bool:
+    """Whether a parser is passed to other code (`add_common_args(parser)`), which may declare options
+    this file does not show."""
+    parsers = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+               and _is_parser_class(node.value.func) for target in node.targets if isinstance(target, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and parsers:
+            given = [*node.args, *(k.value for k in node.keywords)]
+            if any(isinstance(arg, ast.Name) and arg.id in parsers for arg in given):
+                return True
+    return False
 
 
 def read_script_args(path: Path) -> ScriptArgs:

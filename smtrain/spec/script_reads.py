@@ -61,18 +61,38 @@ def parents_of(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return found
 
 
-def conditional(node: ast.AST, parent_of: dict[ast.AST, ast.AST]) -> bool:
-    """Whether the script may not reach `node`, or goes on when it fails: under an if (or a loop, a
-    conditional expression, a match case), or in the body of a try that handles errors
-    (`try: TPUStrategy(...) except ValueError: MirroredStrategy()`)."""
+def _main_guard(node: ast.AST) -> bool:
+    """`if __name__ == "__main__":`: the script's own run always takes it."""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def _calls_of(name: str, parent_of: dict[ast.AST, ast.AST]) -> list[ast.Call]:
+    return [node for node in parent_of if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == name]
+
+
+def conditional(node: ast.AST, parent_of: dict[ast.AST, ast.AST], _seen: frozenset[ast.AST] = frozenset()) -> bool:
+    """Whether the script may not reach `node`, or goes on when it fails: under an if (but the
+    `if __name__ == "__main__":` guard), a loop, a conditional expression, a match case, in the body of a
+    try that handles errors (`try: TPUStrategy(...) except ValueError: MirroredStrategy()`), in a lambda,
+    or in a function that the file never calls where it surely runs (a function is followed to its calls:
+    `def main(): ...` called under the main guard runs)."""
     child, parent = node, parent_of.get(node)
     while parent is not None:
-        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test and not _main_guard(parent):
             return True
-        if isinstance(parent, (ast.For, ast.AsyncFor, ast.match_case)):
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.match_case, ast.Lambda)):
             return True
         if isinstance(parent, ast.Try) and parent.handlers and child in parent.body:
             return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if parent in _seen:
+                return True  # recursion: decided by the other calls
+            calls = _calls_of(parent.name, parent_of)
+            return not any(not conditional(call, parent_of, _seen | {parent}) for call in calls)
         child, parent = parent, parent_of.get(parent)
     return False
 

@@ -626,15 +626,17 @@ def test_keras_fit_arguments_become_smtrain_tf_fit_arguments_under_multi_worker_
 
 
 def test_sample_and_class_weights_become_each_examples_weight_as_keras_multiplies_them() -> None:
+    import tensorflow as tf
     from smtrain_tf.wrap import mwms_fit
-    from smtrain_tf.wrap.context import Unsupported
 
     y = np.array([0, 2, 1, 2])
     given = {"class_weight": {0: 1.0, 1: 0.5, 2: 4.0}, "sample_weight": np.array([1.0, 1.0, 2.0, 0.0])}
-    assert mwms_fit._weights(given, y, "train.py:9").tolist() == [1.0, 4.0, 1.0, 0.0]
+    assert mwms_fit._weights(given, y).tolist() == [1.0, 4.0, 1.0, 0.0]
     one_hot = np.eye(3)[y]
-    assert mwms_fit._weights({"class_weight": given["class_weight"]}, one_hot, "train.py:9").tolist() == [
-        1.0, 4.0, 0.5, 4.0]
-    assert mwms_fit._weights({}, y, "train.py:9") is None
-    with pytest.raises(Unsupported, match=r"train.py:9: fit\(class_weight=...\) has no weight for class\(es\) \[2\]"):
-        mwms_fit._weights({"class_weight": {0: 1.0, 1: 1.0}}, y, "train.py:9")
+    assert mwms_fit._weights({"class_weight": given["class_weight"]}, one_hot).tolist() == [1.0, 4.0, 0.5, 4.0]
+    assert mwms_fit._weights({}, y) is None
+    # A class the dict leaves out weighs 1.0, as in Keras; float labels are rounded to their class.
+    assert mwms_fit._weights({"class_weight": {0: 3.0}}, np.array([0.0, 2.0, 1.0])).tolist() == [3.0, 1.0, 1.0]
+    data = tf.data.Dataset.from_tensor_slices((np.zeros((4, 2), np.float32), np.array([0, 5, 1, 0]))).batch(4)
+    weighted = mwms_fit._weighted_dataset(data, {0: 2.0, 1: 0.5})
+    assert next(iter(weighted))[2].numpy().tolist() == [2.0, 1.0, 0.5, 2.0]

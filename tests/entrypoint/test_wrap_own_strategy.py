@@ -129,12 +129,20 @@ def test_the_scripts_strategy_is_the_wraps_and_explicit_devices_are_refused_at_t
     assert issubclass(tf.distribute.MirroredStrategy, stand_in)
 
 
-def test_a_batch_multiplied_by_the_replica_count_is_marked_global() -> None:
-    from smtrain_tf.wrap.own_strategy import ReplicaCount, scaled_by_script
+def test_a_batch_multiplied_by_the_replica_count_is_marked_global(monkeypatch) -> None:
+    import pickle
 
+    import yaml
+    from smtrain_tf.wrap.own_strategy import ReplicaCount, _State, scaled_by_script
+
+    monkeypatch.setattr(_State, "scaled", set())
     replicas = ReplicaCount(4)
-    assert scaled_by_script(32 * replicas) and scaled_by_script(replicas * 32) and 32 * replicas == 128
-    assert not scaled_by_script(32) and not scaled_by_script(replicas + 1) and not scaled_by_script(replicas)
+    batch = 32 * replicas
+    assert batch == 128 and type(batch) is int and scaled_by_script(batch) and scaled_by_script(replicas * 16)
+    # the script's own numbers stay plain: saved, printed, serialised as ever
+    assert yaml.safe_dump({"batch": batch}) == "batch: 128\n" and pickle.loads(pickle.dumps(replicas)) == 4
+    assert type(pickle.loads(pickle.dumps(replicas))) is int
+    assert not scaled_by_script(32) and not scaled_by_script(replicas + 1) and not scaled_by_script(True)
 
 
 def test_a_line_said_after_a_progress_bar_starts_a_line_of_its_own(capsys) -> None:
@@ -180,8 +188,30 @@ def test_a_dataset_batched_with_a_global_batch_gets_no_advice_to_multiply_it(mon
     own_strategy._mark_dataset_batch()
     tf.data.Dataset.range(8).batch(4)
     assert not own_strategy.dataset_batch_scaled()
+    monkeypatch.setattr(own_strategy._State, "scaled", set())
     batches = tf.data.Dataset.range(8).batch(2 * own_strategy.ReplicaCount(2))
     assert own_strategy.dataset_batch_scaled() and next(iter(batches)).shape == (4,)
     batched_data_warning(ctx, "train.py:9", "a tf.data.Dataset")
     assert said[-1] == ("wrap: train.py:9: fit gets a tf.data.Dataset, which the script batches itself with a global "
                         "batch (it multiplied by num_replicas_in_sync): each batch is split over 2 replicas")
+
+
+def test_a_warning_keras_logs_at_every_save_is_shown_once(caplog) -> None:
+    import logging
+
+    from smtrain_tf.wrap import repeated_warnings
+
+    logger = logging.getLogger("absl")
+    saved = list(logger.filters)
+    try:
+        repeated_warnings.show_once()
+        repeated_warnings.show_once()  # one filter, however often
+        with caplog.at_level(logging.INFO, logger="absl"):
+            for _ in range(3):
+                logger.warning("You are saving your model as an HDF5 file via `model.save()`.")
+            logger.warning("another warning")
+            logger.warning("another warning")
+        assert [r.getMessage() for r in caplog.records] == [
+            "You are saving your model as an HDF5 file via `model.save()`.", "another warning", "another warning"]
+    finally:
+        logger.filters[:] = saved

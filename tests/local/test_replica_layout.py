@@ -43,6 +43,9 @@ def test_each_process_gets_the_gpus_it_drives_on_sagemaker(tmp_path: Path) -> No
     assert two_hosts.strategy == "multi_worker_mirrored"
     layout = replica_layout.choose(two_hosts, None)
     assert layout.used == 1 and "SMTRAIN_CPU_REPLICAS" not in layout.environment
+    assert replica_layout.choose(two_hosts, 1).used == 1  # what runs anyway: taken
+    assert replica_layout.choose(mirrored, None).summary(gpus_here=1).startswith(
+        "this machine has 1 GPU: the job uses them as they are (SM_NUM_GPUS=1), not the planned 4 x A10G per host")
     with pytest.raises(UserError, match=r"--replicas-per-host 2: this run trains one replica per host whatever the "
                                         r"flag: TensorFlow's multi_worker_mirrored gives a worker without GPUs one CPU"):
         replica_layout.choose(two_hosts, 2)

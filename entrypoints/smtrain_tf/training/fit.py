@@ -113,9 +113,8 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     hp = contract.hp
     if int(epochs) < 1:
         raise ValueError(f"smtrain_tf.fit: epochs must be at least 1, got {epochs}")
-    if not 0 <= int(initial_epoch) < int(epochs):
-        raise ValueError(f"smtrain_tf.fit: initial_epoch must be at least 0 and below epochs ({epochs}), "
-                         f"got {initial_epoch}")
+    if int(initial_epoch) < 0:
+        raise ValueError(f"smtrain_tf.fit: initial_epoch must be at least 0, got {initial_epoch}")
     accumulation = int(hp("gradient_accumulation_steps") if gradient_accumulation_steps is None
                        else gradient_accumulation_steps)
     if accumulation < 1:
@@ -143,7 +142,7 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
                                     is_chief=dist.is_chief, worker_index=dist.worker_index, model=model,
                                     optimizer=optimizer)
         start = resume(checkpointer, dist, model, optimizer, stream.steps_per_epoch, say)
-    if start.epoch < int(initial_epoch):
+    if start.epoch < int(initial_epoch):  # at or past `epochs` nothing trains, as in Keras
         # As Keras's fit: the epochs before it count as done (for the epoch numbers and the callbacks).
         start = Progress(int(initial_epoch), 0, int(initial_epoch) * stream.steps_per_epoch)
     if dist.kind == PS:
@@ -167,6 +166,10 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     summaries = (Summaries(_numbered(contract.tensorboard_dir, _calls))
                  if dist.is_chief and contract.tensorboard_dir else None)
     hooks.train_begin()
+    restored = getattr(model, "_initial_epoch", None)  # Keras's BackupAndRestore sets it in on_train_begin
+    if isinstance(restored, int) and start.epoch < restored < int(epochs):
+        say(f"resumed at epoch {restored + 1} (BackupAndRestore restored the model)")
+        start = Progress(restored, 0, restored * stream.steps_per_epoch)
     try:
         result = train(config, dist=dist, runner=runner, steps=steps, checkpointer=checkpointer,
                        validation=validation, start=start, started_at=started_at, heartbeat=lambda: None, emit=emit,

@@ -129,6 +129,8 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
             _check_finite(cfg, epoch_totals, progress)
             heartbeat()
             if hooks.batches:
+                # Every step's own values: the parameter-server runner hands back results as they finish.
+                epoch_totals += runner.drain()
                 hooks.batch_end(progress.epoch_step - 1, measures.values(epoch_totals))
                 if hooks.stopped():
                     break

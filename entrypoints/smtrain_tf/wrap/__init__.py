@@ -24,6 +24,7 @@ Map:
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save
     devices_guard.py   a script's own tf.config device set-up, once the wrap has set up the devices
+    repeated_warnings.py  a warning Keras logs at every save (HDF5 is legacy) is shown once
     own_strategy.py    a script's own MirroredStrategy() / MultiWorkerMirroredStrategy() is the wrap's strategy;
                        a batch multiplied by num_replicas_in_sync is taken as global
     tf_names.py        replacing a TensorFlow function under every name it is loaded as

@@ -43,9 +43,10 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
 
         # The script's Keras then builds its variables under the strategy without any scope() of its own.
         tf.distribute.experimental_set_strategy(dist.strategy)
-    from . import patches
+    from . import patches, repeated_warnings
 
     patches.install(ctx)
+    repeated_warnings.show_once()
     return ctx
 
 

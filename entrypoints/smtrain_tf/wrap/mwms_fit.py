@@ -45,42 +45,50 @@ def _check_callbacks(keras: Any, callbacks: Any, location: str) -> list:
 
 
 def _labels(y: Any) -> np.ndarray:
-    """Class indices of labels given as indices (n,) / (n, 1) or one-hot (n, k), as class_weight reads them."""
+    """Class indices of labels given as indices (n,) / (n, 1) or one-hot (n, k), as Keras reads them for
+    class_weight (rounded, so float labels such as 1.0 are class 1)."""
     labels = np.asarray(y)
     if labels.ndim == 2 and labels.shape[1] > 1:
         return labels.argmax(axis=1)
-    return labels.reshape(len(labels))
+    return np.round(labels.reshape(len(labels))).astype(np.int64)
 
 
-def _class_weights(class_weight: Dict[Any, float], labels: np.ndarray, location: str) -> np.ndarray:
-    missing = sorted({int(label) for label in np.unique(labels)} - {int(k) for k in class_weight})
-    if missing:
-        raise Unsupported(f"{location}: fit(class_weight=...) has no weight for class(es) {missing[:10]}")
-    table = np.zeros(int(max(max(int(k) for k in class_weight), int(labels.max()))) + 1, np.float32)
+def _weight_table(class_weight: Dict[Any, float], classes: int) -> np.ndarray:
+    """Weight by class index; a class the dict leaves out weighs 1.0, as in Keras."""
+    table = np.ones(max([classes, *(int(k) + 1 for k in class_weight)]), np.float32)
     for key, value in class_weight.items():
         table[int(key)] = float(value)
-    return table[labels.astype(np.int64)]
+    return table
 
 
-def _weights(given: Dict[str, Any], y: Any, location: str) -> Optional[np.ndarray]:
+def _class_weights(class_weight: Dict[Any, float], labels: np.ndarray) -> np.ndarray:
+    return _weight_table(class_weight, int(labels.max()) + 1 if labels.size else 0)[labels]
+
+
+def _weights(given: Dict[str, Any], y: Any) -> Optional[np.ndarray]:
     """Each training example's weight: sample_weight times its class's weight (Keras multiplies them)."""
     weights = None
     if given.get("sample_weight") is not None:
         weights = np.asarray(given["sample_weight"], np.float32).reshape(-1)
     if given.get("class_weight"):
-        by_class = _class_weights(dict(given["class_weight"]), _labels(y), location)
+        by_class = _class_weights(dict(given["class_weight"]), _labels(y))
         weights = by_class if weights is None else weights * by_class
     return weights
 
 
 def _weighted_dataset(data: Any, class_weight: Dict[Any, float]) -> Any:
     """A batched (x, y) dataset with each example's class weight as a third element."""
-    size = max(int(k) for k in class_weight) + 1
-    table = tf.constant([float(class_weight.get(i, class_weight.get(str(i), 0.0))) for i in range(size)], tf.float32)
+    table = tf.constant(_weight_table(class_weight, 0), tf.float32)
+    size = int(table.shape[0])
 
     def add(x: Any, y: Any) -> Any:
-        labels = tf.argmax(y, axis=-1) if y.shape.rank == 2 and y.shape[-1] not in (None, 1) else tf.reshape(y, [-1])
-        return x, y, tf.gather(table, tf.cast(labels, tf.int32))
+        if y.shape.rank == 2 and y.shape[-1] not in (None, 1):
+            labels = tf.cast(tf.argmax(y, axis=-1), tf.int32)
+        else:
+            labels = tf.cast(tf.round(tf.cast(tf.reshape(y, [-1]), tf.float32)), tf.int32)
+        # A class past the dict's largest weighs 1.0, as in Keras.
+        known = labels < size
+        return x, y, tf.where(known, tf.gather(table, tf.minimum(labels, size - 1)), tf.ones_like(labels, tf.float32))
 
     return data.map(add)
 
@@ -119,6 +127,9 @@ def _validation(given: Dict[str, Any], location: str, batched: bool) -> Optional
         size = int(given.get("validation_batch_size") or fit_inputs.KERAS_DEFAULT_BATCH)
         return tf.data.Dataset.from_tensor_slices(tuple(data)).batch(size)
     if isinstance(data, tf.data.Dataset):
+        if isinstance(data.element_spec, tuple) and len(data.element_spec) == 3:
+            raise _refuse(location, "validation_data=a dataset of (x, y, sample_weight)",
+                          "validates without sample weights; give (x, y) elements")
         return data if batched else data.unbatch()  # fit batches it like the training arrays
     raise _refuse(location, f"validation_data={type(data).__name__}", "takes (x, y) arrays or a tf.data.Dataset")
 
@@ -154,7 +165,7 @@ def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], locatio
         if y is None:
             raise _refuse(location, "x=arrays without y", "trains on (x, y) pairs")
         fraction = float(given.get("validation_split") or 0.0)
-        weights = _weights(given, y, location)
+        weights = _weights(given, y)
         train = (x, y)
         if fraction > 0.0 and validation is None:
             train, validation = _split(x, y, fraction, location)

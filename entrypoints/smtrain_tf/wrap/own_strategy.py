@@ -14,13 +14,16 @@ travel (cross_device_ops, communication options) are left to the wrap's strategy
 
 The batch: a script that builds its own strategy often writes its global batch itself, as
 `64 * strategy.num_replicas_in_sync`. The wrap's strategy answers `num_replicas_in_sync` with an int
-that marks the product, so fit (batch_size.py) and Dataset.batch know the batch is already global.
+that records the products made with it (plain ints, which the script may print, save or serialise),
+so fit (batch_size.py) and Dataset.batch know a batch of that value is already global. A product made
+another way (`np.int64(64) * n`, `sum([n] * 64)`) is not recorded: the batch is then taken as one
+replica's, as for any other number, and the log says so.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Set, Tuple
 
 import tensorflow as tf
 
@@ -37,25 +40,32 @@ _PUBLIC_NAMES = {"CollectiveAllReduceStrategy": "MultiWorkerMirroredStrategy",
 
 
 class ReplicaCount(int):
-    """`num_replicas_in_sync` as the wrap's strategy gives it: a product with it is a ScaledBatch."""
+    """`num_replicas_in_sync` as the wrap's strategy gives it: the products made with it are recorded."""
 
     def __mul__(self, other: Any) -> Any:
         product = int.__mul__(self, other)
-        return ScaledBatch(product) if isinstance(other, int) and product is not NotImplemented else product
+        if isinstance(other, int) and product is not NotImplemented:
+            _State.scaled.add(int(product))
+            return int(product)
+        return product
 
     __rmul__ = __mul__
 
-
-class ScaledBatch(int):
-    """A batch the script multiplied by the replica count itself: a global batch."""
+    def __reduce__(self) -> Any:  # pickled (or copied) as the plain int it is
+        return (int, (int(self),))
 
 
 class _State:
+    scaled: Set[int] = set()  # values the script made by multiplying with the replica count
     scaled_dataset_batch = False  # a Dataset.batch(...) the script scaled itself
 
 
 def scaled_by_script(value: Any) -> bool:
-    return isinstance(value, ScaledBatch)
+    """Whether `value` is a product the script made with num_replicas_in_sync (its global batch)."""
+    try:
+        return isinstance(value, int) and not isinstance(value, bool) and int(value) in _State.scaled
+    except (TypeError, ValueError):
+        return False
 
 
 def dataset_batch_scaled() -> bool:
@@ -132,7 +142,7 @@ def _mark_dataset_batch() -> None:
     original = tf.data.Dataset.batch
 
     def batch(self: Any, batch_size: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(batch_size, ScaledBatch):
+        if scaled_by_script(batch_size):
             _State.scaled_dataset_batch = True
         return original(self, batch_size, *args, **kwargs)
 
