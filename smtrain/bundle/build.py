@@ -77,14 +77,28 @@ _REQUIREMENTS_FIELD = ("code", "requirements")
 
 
 def _resolve_requirements(requirements: Path | str, source_dir: Path | None) -> Path:
+    """The requirements file the spec names; a symbolic link to it must not lead out of where it lies:
+    out of code.source_dir for a file inside it, out of its own directory for a file named elsewhere
+    (a link hidden by the ignore rules too: the spec names it, so it would ship)."""
     path = Path(requirements)
     if not path.is_absolute() and source_dir is not None:
         path = source_dir / path
+    if os.path.islink(path) or any(os.path.islink(p) for p in path.parents if p != p.parent):
+        real = os.path.realpath(path)
+        within = os.path.realpath(source_dir) if source_dir is not None and _inside(
+            os.path.abspath(path), os.path.abspath(source_dir)) else os.path.realpath(path.parent)
+        if not _inside(real, within):
+            raise BundleError(f"requirements file {path} is a symbolic link to {real}, outside {within}: a link "
+                              "never takes a file from outside where it lies; copy the file in", _REQUIREMENTS_FIELD)
     if not path.exists():
         raise BundleError(f"requirements file not found: {path}", _REQUIREMENTS_FIELD)
     if not path.is_file():
         raise BundleError(f"requirements file is not a regular file: {path}", _REQUIREMENTS_FIELD)
     return path
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _entrypoint_roots(entrypoint: Path | Sequence[Path] | None) -> list[tuple[Path, str]]:
@@ -176,6 +190,7 @@ def plan_bundle(
     entry_files = [f for f in entry_files if not excluded.match_file(f.path)]
 
     source_files: list[PlannedFile] = []
+    named_secrets: list[tuple[str, str]] = []
     if source_dir is not None:
         source_dir = Path(source_dir)
         if not source_dir.exists():
@@ -194,14 +209,23 @@ def plan_bundle(
         source_files = walk.files
         skipped += walk.skipped
         problems += walk.problems
-        if not problems:
-            _refuse_secrets(walk.secrets, source_files, allow, problems)
+        named_secrets = walk.secrets
+
+    req_file: PlannedFile | None = None
+    if requirements is not None:
+        req_path = _resolve_requirements(requirements, source_dir)
+        st = os.stat(req_path)
+        req_file = PlannedFile(REQUIREMENTS_NAME, str(req_path), st.st_size, False, "requirements")
+    if not problems:
+        # Every file that ships gets the same secret checks, whatever route it takes into the bundle.
+        checked = [f for f in source_files if req_file is None or f.path != REQUIREMENTS_NAME]
+        _refuse_secrets(named_secrets, checked + ([req_file] if req_file is not None else []), allow, problems)
 
     if problems:
         raise BundleError("cannot bundle the code:\n" + "\n".join(f"  {p}" for p in problems))
 
     if requirements is not None:
-        req_path = _resolve_requirements(requirements, source_dir)
+        assert req_file is not None
         at_root = next((f for f in source_files if f.path == REQUIREMENTS_NAME), None)
         if at_root is not None:
             if not os.path.samefile(at_root.source, req_path):
@@ -212,8 +236,7 @@ def plan_bundle(
                     _REQUIREMENTS_FIELD,
                 )
             source_files.remove(at_root)  # the same file: ship it once
-        st = os.stat(req_path)
-        source_files.append(PlannedFile(REQUIREMENTS_NAME, str(req_path), st.st_size, False, "requirements"))
+        source_files.append(req_file)
 
     # The entry point's top-level names are reserved: a user file there would replace ours, or
     # mix into our package.

@@ -7,13 +7,15 @@ unpacks the same bytes on each host.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from smtrain.bundle.build import plan_bundle, s3_key_for, write_bundle
 from smtrain.bundle.entrypoint import entrypoint_parts
-from smtrain.bundle.model import Bundle, PlannedBundle
+from smtrain.bundle.model import Bundle, BundleError, PlannedBundle
 from smtrain.plan.build import Plan
 
 # SageMaker's limit on TrainingJobName.
@@ -34,8 +36,16 @@ def check_bundle(plan: Plan) -> PlannedBundle:
     """The files of this job's bundle, every refusal and warning of a build, nothing packed (validate, plan)."""
     code = plan.spec.code
     source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
-    return plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
-                       allow=code.allow_secrets, max_size=code.max_bundle_size)
+    planned = plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
+                          allow=code.allow_secrets, max_size=code.max_bundle_size)
+    if code.entry_point and source is not None:
+        name = PurePosixPath(os.path.normpath(code.entry_point).replace(os.sep, "/")).as_posix()
+        if name not in {f.path for f in planned.files if f.origin == "source"}:
+            # SageMaker starts the program from the unpacked bundle: "can't open file" after start-up.
+            raise BundleError(f"{code.entry_point} is left out of the bundle by the ignore rules (.smtrainignore"
+                              f"{', .gitignore' if code.use_gitignore else ''}): the job could not start it; "
+                              f"remove the rule that matches it, or add !{name} after it", ("code", "entry_point"))
+    return planned
 
 
 def make_bundle(plan: Plan) -> Bundle:

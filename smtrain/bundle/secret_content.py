@@ -1,4 +1,5 @@
-"""Files that hold a secret whatever their name: a private key, an AWS key pair, a Google credential.
+"""Files that hold a secret whatever their name: a private key, an AWS key pair, a Google credential,
+a service's API token.
 
 Only the head of small text files is read (HEAD_BYTES of files up to SCAN_MAX_SIZE; a NUL byte
 marks a binary file), once per file, and every pattern runs in linear time over it: a source dir
@@ -35,6 +36,18 @@ _GOOGLE_SECRET = {b"service_account": re.compile(rb'"private_key"\s*:'),
                   b"authorized_user": re.compile(rb'"refresh_token"\s*:')}
 
 
+# API tokens in the shapes their services give them (the formats secret scanners such as gitleaks
+# publish): a prefix that names the service, then the token's own characters and length.
+_TOKENS = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("a GitHub token", rb"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    ("a GitHub token", rb"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{82}(?![A-Za-z0-9_])"),
+    ("a GitLab token", rb"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{20}(?![A-Za-z0-9_-])"),
+    ("a Slack token", rb"(?<![A-Za-z0-9])xox[baprs]-[0-9]{10,13}-[0-9A-Za-z-]{10,}"),
+    ("a Stripe live key", rb"(?<![A-Za-z0-9_])[sr]k_live_[0-9A-Za-z]{24,99}(?![0-9A-Za-z])"),
+    ("a Google API key", rb"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+))
+
+
 def _aws_secret_key(head: bytes) -> bool:
     for match in _AWS_SECRET.finditer(head):
         token = match.group()
@@ -57,6 +70,9 @@ def secret_in(head: bytes) -> str | None:
     if kind and _GOOGLE_SECRET[kind.group(1)].search(head):
         return ("is a Google service-account key" if kind.group(1) == b"service_account"
                 else "holds a Google user credential (refresh token)")
+    for name, pattern in _TOKENS:
+        if pattern.search(head):
+            return f"holds {name}"
     return None
 
 

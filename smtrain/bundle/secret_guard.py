@@ -40,6 +40,8 @@ SECRET_PATTERNS: tuple[str, ...] = (
     "secrets.yml",
     "secrets.json",
     "application_default_credentials.json",
+    "msal_token_cache.json",  # Azure CLI's token cache (MSAL), and its older ADAL one below .azure/
+    "msal_token_cache.bin",
     "*.tfstate",
     "*.tfstate.backup",
     "*.tfvars",
@@ -55,7 +57,7 @@ SECRET_PATTERNS: tuple[str, ...] = (
 # everything.
 _SECRET_EXEMPT = (".env.example", ".env.sample", ".env.template", ".env.dist", "*.pub")
 # Anything below a directory of this name is treated as a secret.
-_SECRET_DIRS = frozenset({".aws", ".ssh", ".gnupg", ".kube"})
+_SECRET_DIRS = frozenset({".aws", ".ssh", ".gnupg", ".kube", ".azure"})
 # Secrets only where they sit: .docker/config.json holds registry logins (a config.json elsewhere
 # is not suspect); gcloud keeps its tokens under .config/gcloud/.
 _SECRET_PATHS = re.compile(r"(?:^|/)(?:\.docker/config\.json$|\.config/gcloud/)")

@@ -364,13 +364,9 @@ def _parse_timeout(value: str | None) -> float | None:
 
 
 def _check_job_name(value: str | None, given_as: str = "--job-name") -> None:
-    # SageMaker's rule for TrainingJobName, before anything runs: a local run names a directory after it.
-    # One line, exit 2 (a click callback would print the whole usage text).
-    from smtrain.spec.patterns import JOB_NAME
+    from smtrain.cli.backends import check_job_name
 
-    if value is not None and not JOB_NAME.matches(value):
-        raise UserError(f"invalid training job name {value!r} ({given_as}): 1-63 letters, digits and hyphens, "
-                        "starting and ending with a letter or digit", exit_codes.USAGE)
+    check_job_name(value, given_as)
 
 
 timeout_option = click.option("--timeout", metavar="DURATION",
@@ -709,8 +705,7 @@ def tensorboard(job: str, region: str | None, directory: Path | None, no_launch:
     from smtrain.cli.render import dump, event_files_text, no_event_files
     from smtrain.cli.tensorboard_program import run, tensorboard_command
 
-    _check_job_name(job, "JOB")  # the name becomes a directory of the download
-    found = backend_for_job(job, region).event_files(job, directory)
+    found = backend_for_job(job, region).event_files(job, directory)  # the name checked there
     if directory is not None and found.source == "local":
         click.echo("note: --dir is for SageMaker jobs; a local job's event files are read where they are", err=True)
     if not found.files:

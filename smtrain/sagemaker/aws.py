@@ -97,11 +97,20 @@ def error_code(exc: BaseException) -> str | None:
     return None
 
 
+_MESSAGE_MAX = 300  # characters of an AWS error message a line carries
+
+
 def error_message(exc: BaseException) -> str:
+    """AWS's message, as one line: a page of HTML (a proxy's or a load balancer's error page, which
+    botocore hands over as the message) is no message; a long one is cut."""
     response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Message") or "").strip()
-    return ""
+    if not isinstance(response, dict):
+        return ""
+    text = str(response.get("Error", {}).get("Message") or "").strip()
+    if text.startswith("<") or "<html" in text[:500].lower():
+        return ""
+    line = " ".join(text.split())
+    return line if len(line) <= _MESSAGE_MAX else line[:_MESSAGE_MAX - 3] + "..."
 
 
 def http_status(exc: BaseException) -> int | None:
@@ -137,7 +146,10 @@ def explain(exc: BaseException, action: str) -> str | None:
         return None
     code = error_code(exc) or "Unknown"
     message = error_message(exc)
-    detail = f"{code}: {message}" if message else code
+    status = http_status(exc)
+    # botocore takes the HTTP status for the code when the body is no AWS error (an HTML page): say it is one.
+    named = f"HTTP {code}" if code == str(status) else (f"{code}, HTTP {status}" if status else code)
+    detail = f"{code}: {message}" if message else named
     if code in THROTTLING_CODES:
         return f"cannot {action}: AWS kept throttling the request after several retries ({detail}); try again later"
     if code == "ResourceLimitExceeded":

@@ -22,16 +22,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from smtrain import exit_codes
+from smtrain.errors import UserError
 from smtrain.plan.build import Plan
-from smtrain.sagemaker.aws import api_errors, boto_session, error_code, explain, is_not_found
+from smtrain.redact import mask_text
+from smtrain.sagemaker.aws import boto_session, explain, is_not_found
 from smtrain.sagemaker.backend import console_domain
 
 SERVICE_CODE = "sagemaker"
 _PAGE = 100  # the most either listing gives a page
-# Answers that mean "this account cannot read the quota here": the check says so and steps aside.
-_SKIP_CODES = frozenset({"AccessDenied", "AccessDeniedException", "NoSuchResourceException",
-                         "AWSServiceAccessNotEnabledException"})
-_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException"})
 
 
 def quota_name(instance_type: str, spot: bool) -> str:
@@ -224,33 +223,47 @@ def running_instances(sagemaker: Any) -> list[Running]:
     return running
 
 
+def _unanswered(exc: BaseException, action: str) -> str:
+    """Why an advisory call gave no answer, in one line. Missing or expired credentials end the command
+    here (exit 4, one line): nothing can be sent without them, and the job's own call would say the same.
+    An error that is not AWS's is raised again."""
+    from botocore import exceptions as bx
+
+    line = explain(exc, action)
+    if line is None:
+        raise exc
+    if isinstance(exc, (bx.NoCredentialsError, bx.PartialCredentialsError, bx.ProfileNotFound, bx.TokenRetrievalError,
+                        bx.SSOTokenLoadError, bx.UnauthorizedSSOTokenError, bx.CredentialRetrievalError,
+                        bx.NoAuthTokenError)):
+        raise UserError(mask_text(line), exit_codes.API) from exc
+    return line
+
+
 def check_quotas(plan: Plan) -> QuotaCheck:
-    """Each choice of `plan` against its quota in the plan's region. AWS errors other than "not
-    allowed to read it" are UserErrors (exit 4)."""
+    """Each choice of `plan` against its quota in the plan's region.
+
+    The check only advises: whatever keeps AWS from answering (no permission, a server error, a
+    throttle that outlasts the retries, an endpoint without Service Quotas, a timeout) becomes one
+    note and the command goes on; the job's own calls then say what they meet. Only a known answer
+    that no choice fits refuses the submit (QuotaCheck.refused)."""
     region, spot = plan.region, plan.spec.compute.spot
     wanted = _wanted(plan)
-    session = boto_session(region)
     notes: list[str] = []
     names = {quota_name(kind, spot) for kind, _ in wanted}
     action = f"read the account's SageMaker quotas in {region} (Service Quotas)"
-    with api_errors(action):
-        try:
-            quotas = find_quotas(session.client("service-quotas"), names)
-        except Exception as exc:
-            if error_code(exc) not in _SKIP_CODES:
-                raise
-            note = f"{explain(exc, action)}; the quota check is skipped (--no-quota-check: no check, no note)"
-            return QuotaCheck(region, (), (note,))
+    try:
+        session = boto_session(region)
+        quotas = find_quotas(session.client("service-quotas"), names)
+    except Exception as exc:  # noqa: BLE001 - advisory: AWS's answer, whatever it is, becomes a note
+        note = f"{_unanswered(exc, action)}; the quota check is skipped (--no-quota-check: no check, no note)"
+        return QuotaCheck(region, (), (note,))
     running: list[Running] | None = None
     if quotas:
         action = f"count the instances of running training jobs in {region}"
-        with api_errors(action):
-            try:
-                running = running_instances(session.client("sagemaker"))
-            except Exception as exc:
-                if error_code(exc) not in _DENIED_CODES:
-                    raise
-                notes.append(f"{explain(exc, action)}; each choice is compared with its quota alone")
+        try:
+            running = running_instances(session.client("sagemaker"))
+        except Exception as exc:  # noqa: BLE001 - advisory, as above
+            notes.append(f"{_unanswered(exc, action)}; each choice is compared with its quota alone")
     fits = []
     for kind, count in wanted:
         in_use = None if running is None else tuple(r for r in running if r.instance_type == kind and r.spot == spot)

@@ -418,11 +418,25 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
 def code_file_problems(loaded: LoadedSpec, src: Path, where: str) -> list[Problem]:
     """code.entry_point and code.requirements must be files in the code directory `src` (named `where`)."""
     code, out = loaded.spec.code, []
-    if code.entry_point and not (src / code.entry_point).is_file():
+    if code.entry_point and not _within(src, code.entry_point):
+        # SageMaker runs the entry point from the unpacked bundle: it is one of the code directory's files.
+        out.append(loaded.problem(("code", "entry_point"), f"{code.entry_point} is not inside {where}: the entry "
+                                  f"point is a file of the code directory, named relative to it (a link to "
+                                  "outside it does not count)"))
+    elif code.entry_point and not (src / code.entry_point).is_file():
         out.append(loaded.problem(("code", "entry_point"), f"{code.entry_point} not found in {where}"))
     if code.requirements and not (src / code.requirements).is_file():
         out.append(loaded.problem(("code", "requirements"), f"{code.requirements} not found in {where}"))
     return out
+
+
+def _within(root: Path, name: str) -> bool:
+    """Whether `name` (relative to `root`) is a path inside `root`, after links: not absolute, no `..` out."""
+    if os.path.isabs(name):
+        return False
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(root / name)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def _git_problems(loaded: LoadedSpec) -> list[Problem]:
@@ -522,7 +536,23 @@ def _read_data(file: Path, overrides: Sequence[str], env: Mapping[str, str] | No
     # A value set on the command line replaces the file's, and with it the file's problem there.
     problems = [p for p in problems if not any(p.path[: len(s)] == s for s in smap.overridden)] + set_problems
     _normalise(data)
-    return _as_written(Spec, data, (), smap), smap, problems
+    data = _as_written(Spec, data, (), smap)
+    return data, smap, problems + _surprising_numbers(data, smap)
+
+
+def _surprising_numbers(data: Any, smap: SourceMap) -> list[Problem]:
+    """A number YAML 1.1 read as another than a person would, where a field takes it as a number (a field
+    taken as written got the text back, which is what the person wrote)."""
+    found = []
+    for path, message in smap.surprises.items():
+        value: Any = data
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else (
+                value[key] if isinstance(value, list) and isinstance(key, int) and key < len(value) else None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and path not in smap.overridden:
+            found.append(Problem(path, message, smap.locate(path)))
+            smap.unreadable.add(path)
+    return found
 
 
 def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),

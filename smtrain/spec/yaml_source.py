@@ -43,6 +43,24 @@ INTERPOLATION_PATTERN = r"(?:^|[^$])\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}"
 _NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+# An underscore YAML 1.1 skips but a reader cannot place: not between two digits (0x_1, 1__0, 1_).
+_STRAY_UNDERSCORE = re.compile(r"(?<![0-9a-fA-F])_|_(?![0-9a-fA-F])|^[-+]?0[xXbB]_")
+
+
+def surprising_number(text: str) -> str | None:
+    """Why YAML 1.1 reads `text` as another number than a person would, or None. PyYAML resolves
+    `1:30` as base 60 (90), `012` as octal (10), and drops underscores anywhere (`0x_1` is 1)."""
+    if ":" in text and _SEXAGESIMAL.match(text):
+        return "base 60: each `:` multiplies what comes before by 60"
+    if _OCTAL.match(text) and text.lstrip("+-").strip("0_"):
+        return "octal: a leading 0 makes it base 8"
+    if "_" in text and _STRAY_UNDERSCORE.search(text):
+        return "the underscores are dropped wherever they stand"
+    return None
+
+
 class _Unreadable:
     """A value that could not be read; its problem is already recorded."""
 
@@ -60,6 +78,9 @@ class SourceMap:
         self.raw: dict[Path_, str] = {}  # the text of plain scalars, before typing
         self.overridden: dict[Path_, str] = {}  # paths set on the command line: the --set text
         self.unreadable: set[Path_] = set()  # values left out because of a problem already reported
+        # Numbers YAML 1.1 reads as another than a person would (`1:30` is 90): the message, for the fields
+        # that take the number (a field taken as written keeps the text, and is fine).
+        self.surprises: dict[Path_, str] = {}
 
     def locate(self, path: Path_, *, at_key: bool = False) -> Location:
         """The closest recorded position for `path`, walking up to its parents."""
@@ -217,9 +238,14 @@ class _Walker:
         if tag in (_STR, _TIMESTAMP):  # a date stays the text it was written as: no spec field is a date
             return text
         try:
-            return self.loader.construct_object(yaml.ScalarNode(tag, text, node.start_mark, node.end_mark))
+            value = self.loader.construct_object(yaml.ScalarNode(tag, text, node.start_mark, node.end_mark))
         except (yaml.YAMLError, ValueError, OverflowError):  # e.g. an int of more than 4300 digits
             return self.problem(path, f"cannot read {brief(text)} as {_short(tag)}", node)
+        surprise = surprising_number(text) if tag in (_INT, _FLOAT) and not explicit else None
+        if surprise is not None:
+            self.smap.surprises[path] = (f"{brief(text)} reads as {value!r} in YAML 1.1 ({surprise}); write the "
+                                         "number as a person reads it, or quote it to keep the text")
+        return value
 
     def _fits(self, tag: str, text: str) -> bool:
         """Whether `text` is a valid value of the explicit `tag` (`!!int ten` is not)."""

@@ -180,3 +180,36 @@ def test_unreadable_file_is_a_problem_before_packing(tmp_path: Path, monkeypatch
     src = write_tree(tmp_path / "src", {"train.py": "x = 1\n"})
     with pytest.raises(BundleError, match="cannot read train.py: Permission denied"):
         plan_bundle(None, src)
+
+
+# Shapes of the services' tokens, made up here (no real token): each must be refused by its content.
+_TOKEN_SHAPES = {
+    "a GitHub token": "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8",
+    "a GitHub token ": "github_pat_" + "11ABCDEFG0" + "x" * 72,
+    "a GitLab token": "glpat-" + "Ab1_Cd2-Ef3Gh4Ij5Kl6",
+    "a Slack token": "xoxb-" + "1234567890123-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx",
+    "a Stripe live key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "a Google API key": "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+}
+
+
+@pytest.mark.parametrize("kind, token", list(_TOKEN_SHAPES.items()), ids=lambda v: v.strip()[:20])
+def test_service_tokens_are_found_by_their_shape(kind: str, token: str) -> None:
+    from smtrain.bundle.secret_content import secret_in
+
+    assert secret_in(f"API = '{token}'\n".encode()) == f"holds {kind.strip()}"
+
+
+def test_look_alikes_of_tokens_are_not_secrets() -> None:
+    from smtrain.bundle.secret_content import secret_in
+
+    for text in ("ghp_short", "the AIza prefix", "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "xoxb-not-a-token",
+                 "glpat-short", "github_pat_", "token = os.environ['GITHUB_TOKEN']"):
+        assert secret_in(text.encode()) is None, text
+
+
+@pytest.mark.parametrize("path", [".azure/accessTokens.json", "msal_token_cache.json", "cfg/msal_token_cache.bin"])
+def test_azure_token_caches_are_secrets_by_name(path: str) -> None:
+    from smtrain.bundle.secret_guard import looks_secret
+
+    assert looks_secret(path)

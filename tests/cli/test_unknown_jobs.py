@@ -35,3 +35,17 @@ def test_list_tuning_without_a_region_asks_for_one(no_aws: dict[str, str]) -> No
     proc = smtrain("list", "--tuning", env=no_aws)
     assert proc.returncode == 2, proc.stderr
     assert "no AWS region" in proc.stderr and "--local" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", [["status"], ["logs"], ["wait"], ["stop"], ["tensorboard"], ["metrics"]])
+@pytest.mark.parametrize("name", ["../x", "a/b", "job_1", "-x-", "x" * 64])
+def test_a_name_no_job_can_have_is_refused_before_anything_is_asked(tmp_path: Path, command: list[str],
+                                                                     name: str) -> None:
+    # A region and an endpoint nobody serves: a name that reached AWS would end in exit 4, not 2.
+    env = {"SMTRAIN_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "AWS_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}
+    (tmp_path / "x").mkdir()  # what ../x would reach from the jobs' home
+    proc = smtrain(*command, "--", name, env=env) if name.startswith("-") else smtrain(*command, name, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"error: invalid job name {name!r} (JOB): 1-63 letters, digits and hyphens, "
+                                   "starting and ending with a letter or digit")

@@ -187,7 +187,7 @@ def test_aws_errors_are_actionable_one_liners(aws: MotoServer, tmp_path: Path, s
 
 def test_an_invalid_job_name_is_refused_before_any_call(aws: MotoServer, tmp_path: Path) -> None:
     proc = smtrain("tensorboard", "../etc", "-o", "json", env=env_for(aws, tmp_path))
-    assert proc.returncode == 2 and "invalid training job name '../etc' (JOB)" in one_error_line(proc)
+    assert proc.returncode == 2 and "invalid job name '../etc' (JOB)" in one_error_line(proc)
     assert aws.control.count("DescribeTrainingJob") == 0
 
 

@@ -212,5 +212,5 @@ def test_submit_wait_exits_with_the_job_status(aws: MotoServer, tmp_path):
 def test_a_bad_job_name_is_a_usage_error_before_any_call(aws: MotoServer, tmp_path):
     proc = smtrain("submit", str(live_spec(tmp_path)), "--job-name", "no_underscores!", env=aws.env(tmp_path))
     assert proc.returncode == 2
-    assert "invalid training job name 'no_underscores!'" in _one_error_line(proc)
+    assert "invalid job name 'no_underscores!'" in _one_error_line(proc)
     assert aws.control.calls == []

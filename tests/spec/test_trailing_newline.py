@@ -191,5 +191,5 @@ def test_job_name_option_refuses_a_trailing_newline(tmp_path):
     spec.write_text(yaml.safe_dump(BASE))
     proc = smtrain("submit", str(spec), "--dry-run", "--job-name", "my-job\n")
     assert proc.returncode == 2, proc.stderr
-    assert "invalid training job name 'my-job\\n' (--job-name): 1-63 letters, digits and hyphens" in proc.stderr
+    assert "invalid job name 'my-job\\n' (--job-name): 1-63 letters, digits and hyphens" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""

@@ -177,3 +177,19 @@ def test_huge_numbers_are_problems_not_crashes(tmp_path, digits):
     assert {p.split(": ")[1] for p in out} == {"compute.volume_size", "compute.max_run", "training.epochs",
                                                "training.warmup_epochs"}, out
     assert all(len(p) < 400 for p in out), "a message quotes a huge value in full"
+
+
+@pytest.mark.parametrize("written, read, why", [
+    ("1_000:00:00", 3600000, "base 60"), ("1:30", 90, "base 60"), ("012", 10, "octal"), ("0x_1", 1, "the underscores"),
+    ("1__0", 10, "the underscores")])
+def test_a_number_yaml_1_1_reads_as_another_is_refused_at_its_line(tmp_path, written, read, why):
+    path = spec_with(tmp_path, f"compute:\n  max_run: 3600\nhyperparameters:\n  steps: {written}\n")
+    [problem] = problems_of(path)
+    assert problem.startswith(f"{path}:12:10: hyperparameters.steps: '{written}' reads as {read} in YAML 1.1 ({why}")
+    assert problem.endswith("write the number as a person reads it, or quote it to keep the text")
+
+
+def test_numbers_people_write_still_read_as_written(tmp_path):
+    path = spec_with(tmp_path, "hyperparameters:\n  a: 1_000\n  b: 0x1F\n  c: 0.5\n  d: 0\n  e: 1e3\n  f: '012'\n")
+    spec = load_spec(path, env={})
+    assert spec.spec.hyperparameters == {"a": 1000, "b": 31, "c": 0.5, "d": 0, "e": "1e3", "f": "012"}
