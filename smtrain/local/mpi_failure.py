@@ -4,8 +4,10 @@ Under `mpirun --tag-output` every line of a rank starts with `[job,rank]<stream>
 in pieces, as a traceback's last line, carries the tag again in its middle). When a rank exits non-zero,
 mpirun ends the others and prints a trailer naming it ("Process name: [[27333,1],1]", or "process rank 1
 with PID ... exited on signal 9"); the trailer is the end of the log, and alone it says nothing of why.
-`rank_error` finds that rank's own last error in the lines: the last line of its last traceback, else
-its last line on stderr.
+`rank_error` finds that rank's own last error in the lines: the exception line of its last traceback,
+else its last line on stderr. mpirun forwards a rank's output in pieces as they come, each behind its
+tag, so a line of the rank's stderr may span several lines of the log and share them with other
+ranks: the rank's stderr is put back together piece by piece before it is read.
 """
 
 from __future__ import annotations
@@ -28,14 +30,23 @@ def failed_rank(lines: Sequence[str]) -> int | None:
     return None
 
 
-def _rank_lines(lines: Sequence[str], rank: int) -> list[tuple[str, str]]:
-    """(stream, text) of each line `rank` wrote, every tag taken out."""
-    mine = []
+# A Python exception's line: its class (a dotted name ending as exceptions' names do), then its message.
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::.*)?$")
+
+
+def _rank_stderr(lines: Sequence[str], rank: int) -> list[str]:
+    """`rank`'s stderr, its pieces put back together: a log line ends one of its lines only where the
+    rank's piece is the last thing on it (another rank's output may follow a piece that goes on later)."""
+    text = []
     for line in lines:
-        tag = _TAG.match(line)
-        if tag and int(tag.group(2)) == rank:
-            mine.append((tag.group(3), _TAG.sub("", line)))
-    return mine
+        pieces = list(_TAG.finditer(line))
+        for i, tag in enumerate(pieces):
+            end = pieces[i + 1].start() if i + 1 < len(pieces) else len(line)
+            if int(tag.group(2)) == rank and tag.group(3) == "stderr":
+                text.append(line[tag.end():end])
+                if i + 1 == len(pieces):
+                    text.append("\n")
+    return [part for part in "".join(text).split("\n") if part.strip()]
 
 
 def rank_error(lines: Sequence[str]) -> tuple[int, str] | None:
@@ -44,11 +55,15 @@ def rank_error(lines: Sequence[str]) -> tuple[int, str] | None:
     if rank is None:
         return None
     # Its stderr alone: mpirun forwards stdout and stderr apart, so a print lands inside a traceback.
-    errors = [text for stream, text in _rank_lines(lines, rank) if stream == "stderr" and text.strip()]
+    errors = _rank_stderr(lines, rank)
     starts = [i for i, text in enumerate(errors) if text.startswith("Traceback (most recent call last)")]
     if starts:
-        # The exception's own line: the first after the traceback's frames (which are indented).
-        exception = [text for text in errors[starts[-1] + 1:] if not text.startswith((" ", "\t"))]
-        if exception:
-            return rank, exception[0].strip()
+        after = errors[starts[-1] + 1:]
+        for i, text in enumerate(after):
+            if _EXCEPTION.match(text.strip()):
+                line = text.strip()
+                # The class and its message may have come apart: `ValueError` then `: expected ...`.
+                if ":" not in line and i + 1 < len(after) and after[i + 1].lstrip().startswith(":"):
+                    line += after[i + 1].strip()
+                return rank, line
     return (rank, errors[-1].strip()) if errors else None

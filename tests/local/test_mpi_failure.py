@@ -68,6 +68,14 @@ def test_the_failed_ranks_error_is_found_among_interleaved_lines() -> None:
     from smtrain.local.mpi_failure import rank_error
 
     assert rank_error(INTERLEAVED) == (1, "ValueError: expected 784 features, got 64")
+    # The same traceback cut into other pieces (a run under load): a frame's indentation and its code on
+    # lines of their own, the exception's class and message apart, rank 0 in between.
+    cut = [line for line in INTERLEAVED if "main()" not in line and "ValueError[" not in line]
+    at = cut.index("[1,1]<stdout>:1 started")
+    cut[at:at] = ["[1,1]<stderr>:    ", "[1,1]<stderr>:main()", "[1,0]<stdout>:rank 0 waiting"]
+    at = cut.index("-" * 74)
+    cut[at:at] = ["[1,1]<stderr>:ValueError[1,0]<stdout>:tick", "[1,1]<stderr>:: expected 784 features, got 64"]
+    assert rank_error(cut) == (1, "ValueError: expected 784 features, got 64")
     # A rank killed by a signal: mpirun's other trailer names it; its last line on stderr is the reason.
     killed = ["[1,0]<stderr>:Fatal Python error: Segmentation fault",
               "mpirun noticed that process rank 0 with PID 0 on node host exited on signal 11 (Segmentation fault)."]
