@@ -15,6 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,6 +109,33 @@ def throughput_figures() -> dict[str, object]:
     return figures
 
 
+def big_script_figures() -> dict[str, object]:
+    """validate and init on a generated 5 MB training script (850,000 lines), in a temporary directory: the
+    code is read within bounds (smtrain/spec/python_file.py). Each command runs under a fresh interpreter
+    that measures it (wall seconds; peak RSS from getrusage(RUSAGE_CHILDREN), which keeps the largest child
+    ever waited for, so one command per interpreter)."""
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "src").mkdir()
+        script = folder / "src" / "train.py"
+        script.write_text("x = 1\n" * 850_000)
+        (folder / "job.yaml").write_text(
+            "name: big-script\nrole: arn:aws:iam::123456789012:role/SageMakerRole\nregion: us-east-1\n"
+            "tensorflow:\n  version: \"2.21\"\ncompute:\n  instance_type: ml.g5.xlarge\n"
+            "code:\n  source_dir: src\n  entry_point: train.py\noutput: s3://my-bucket/out\n")
+        out["script_bytes"] = script.stat().st_size
+        for name, args in (("validate", ["validate", "job.yaml"]), ("init", ["init", "src/train.py", "init.yaml"])):
+            probe = [sys.executable, "-c", "import resource, subprocess, sys, json, time; s = time.perf_counter(); "
+                     "r = subprocess.run(sys.argv[1:], capture_output=True).returncode; "
+                     "print(json.dumps({'wall_s': round(time.perf_counter() - s, 2), 'exit': r, 'peak_rss_mb': "
+                     "round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}))",
+                     sys.executable, "-m", "smtrain", *args]
+            done = subprocess.run(probe, cwd=folder, capture_output=True, text=True, check=True)
+            out[name] = json.loads(done.stdout)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
@@ -119,6 +147,8 @@ def main() -> None:
                         help="only the fuzz suite's count and time, merged into the existing --out file")
     parser.add_argument("--only-wrap", action="store_true",
                         help="only the wrap's overhead (bench/wrap_bench.py), merged into the existing --out file")
+    parser.add_argument("--only-big-script", action="store_true",
+                        help="only validate and init on a 5 MB script, merged into the existing --out file")
     parser.add_argument("--only-throughput", action="store_true",
                         help="only the training throughput (bench/throughput_bench.py), merged into the existing "
                              "--out file")
@@ -126,7 +156,8 @@ def main() -> None:
     # One part alone, merged into the existing --out file.
     only = [(flag, key, figures) for flag, key, figures in (
         (args.only_throughput, "training_throughput", throughput_figures), (args.only_wrap, "wrap_overhead", wrap_figures),
-        (args.only_masking, "secret_masking", masking_figures), (args.only_fuzz, "spec_fuzz", fuzz_figures)) if flag]
+        (args.only_masking, "secret_masking", masking_figures), (args.only_fuzz, "spec_fuzz", fuzz_figures),
+        (args.only_big_script, "big_script", big_script_figures)) if flag]
     if only:
         _, key, figures = only[0]
         out = Path(args.out)
@@ -141,6 +172,7 @@ def main() -> None:
         "cli_wall_time": cli_figures(args.repeat),
         "secret_masking": masking_figures(),
         "spec_fuzz": fuzz_figures(),
+        "big_script": big_script_figures(),
     }
     trainer = ROOT / "bench" / "entrypoint_bench.py"
     if not args.skip_training and trainer.exists():

@@ -21,5 +21,6 @@ Shared by every stage, and importing nothing above them:
     jobs.py        what a backend reports about a job (JobInfo, LogEvent, Backend), polling knobs
     redact.py      secret masking for everything printed or written for people: mask_data, mask_text
     secret_values.py  the known secret values, found in text in one pass (redact's index)
+    terminal_text.py  a job's output line as a terminal shows it, with nothing a terminal would act on
     aws_config.py  the default AWS region, read without boto3
 """

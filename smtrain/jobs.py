@@ -124,6 +124,14 @@ class LogEvent:
         return {"host": self.host, "timestamp": _iso(self.timestamp), "message": self.message}
 
 
+EVENT_FILE_PREFIX = "events.out.tfevents."  # what tf.summary's writers name their files, TF 1 and 2 alike
+
+
+def is_event_file(name: str) -> bool:
+    """Whether the file name `name` (no folder) is a TensorBoard event file: events.out.tfevents.*."""
+    return name.startswith(EVENT_FILE_PREFIX) and len(name) > len(EVENT_FILE_PREFIX)
+
+
 @dataclass(frozen=True)
 class EventFiles:
     """A job's TensorBoard event files, in a directory of this machine that `tensorboard --logdir` can read."""
@@ -131,7 +139,8 @@ class EventFiles:
     job: str
     source: str  # "local" (a local job's own directory), or the s3:// prefix they were downloaded from
     logdir: Path
-    files: int  # how many files the directory holds (0: none written or uploaded yet)
+    files: int  # how many event files the directory holds (0: none written or uploaded yet)
+    notes: tuple[str, ...] = ()  # what was left out or left alone, one line each (stderr, never the JSON)
 
     def to_dict(self, command: str | None) -> dict[str, Any]:
         """The documented JSON of `smtrain tensorboard` (README: "JSON output"); `command` runs TensorBoard."""

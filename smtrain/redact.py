@@ -6,11 +6,15 @@ What counts as secret:
   DB_PASSWORD, API_TOKEN, aws_secret_access_key, apiKey or SIGNING_KEY;
 - known values: those of secret-looking variables of this process (AWS credentials among them),
   read on first use, and those of secret-looking names in the spec, registered with
-  :func:`remember` as soon as the spec is read; smtrain.secret_values says which are searched for
+  :func:`remember` as soon as the spec is read; and, under any name, a value that is whole an AWS
+  secret access key's shape (:func:`secret_shaped`); smtrain.secret_values says which are searched for
   inside free text (at least 6 letters or digits; under 16 characters only as a whole token);
 - value shapes, whatever the name: AWS access key ids (AKIA/ASIA) and the 40-character secret keys
   in the same text, private key blocks, the password of a URL, well-known token formats, bearer
   tokens, and the value in `name=value`, `--name value` or `"name": value` when the name looks secret.
+
+Text is first made what a terminal shows (smtrain.terminal_text: escape sequences and controls
+dropped, carriage returns drawn), so that what is masked is what a person would see.
 
 Masking is structural: :func:`mask_data` changes only the string values of the data before it is
 rendered (so JSON and YAML stay valid; a value under a secret-looking key becomes ``****`` whole),
@@ -28,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from smtrain.secret_values import KnownValues
+from smtrain.terminal_text import as_shown, shown_text
 
 MASK = "****"
 
@@ -95,9 +100,19 @@ def _leaves(value: object) -> Iterable[str]:
         yield str(value)
 
 
+def secret_shaped(value: str) -> bool:
+    """Whether `value`, whole, has the shape of an AWS secret access key: 40 characters of base64 with
+    both cases and a '/', a '+' or at least two digits (a random key has them; a git commit id, hex
+    in one case, and a long CamelCase name do not)."""
+    value = value.strip()
+    return (_AWS_SECRET_KEY.fullmatch(value) is not None
+            and ("/" in value or "+" in value or sum(c.isdigit() for c in value) >= 2))
+
+
 def remember(values: object) -> None:
     """Register the values of secret-looking names in a mapping (a spec's environment or
-    hyperparameters; nested mappings followed), so that every later output masks them."""
+    hyperparameters; nested mappings followed), and every value that has a secret's shape whatever
+    its name, so that every later output masks them."""
     if not isinstance(values, Mapping):
         return
     for name, value in values.items():
@@ -106,6 +121,10 @@ def remember(values: object) -> None:
                 _known.add(leaf)
         elif isinstance(value, Mapping):
             remember(value)
+        else:
+            for leaf in _leaves(value):
+                if secret_shaped(leaf):
+                    _known.add(leaf.strip())
 
 
 def _known_values() -> KnownValues:
@@ -113,8 +132,8 @@ def _known_values() -> KnownValues:
     if not _environment_read:
         _environment_read = True
         for name, value in os.environ.items():
-            if looks_secret(name) and name not in _NOT_SECRET_ENV:
-                _known.add(value)
+            if (looks_secret(name) and name not in _NOT_SECRET_ENV) or secret_shaped(value):
+                _known.add(value.strip() if secret_shaped(value) else value)
     return _known
 
 
@@ -170,6 +189,7 @@ def mask_text(text: str) -> str:
     """`text` with every known secret value and every secret-shaped value replaced by ``****``."""
     if not text:
         return text
+    text = shown_text(text)  # first: an escape sequence inside a secret would hide it from the search
     spans = _known_values().spans(text) + _shape_spans(text) + _label_spans(text)
     return _apply(text, spans) if spans else text
 
@@ -230,6 +250,7 @@ class StreamMasker:
         self._in_key: set[str] = set()
 
     def __call__(self, source: str, line: str) -> str:
+        line = as_shown(line)
         if source in self._in_key:
             end = _PEM_END.search(line)
             if end is None:

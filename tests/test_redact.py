@@ -197,3 +197,48 @@ def test_a_dry_run_with_100000_secret_environment_entries_is_masked_correctly() 
     masked = mask_data(_dry_run_document(environment))
     expected = _dry_run_document({**{name: MASK for name in environment}, "LOG_LEVEL": f"info {MASK}"})
     assert json.loads(json.dumps(masked)) == masked == expected
+
+
+SPLIT_SECRET = "split-canary-secret-0001"
+
+
+@pytest.mark.parametrize("cut", ["\x1b[0m", "\x1b[1;31m", "\x9b0m", "\x1b]0;title\x07", "\x1b]8;;https://x\x1b\\",
+                                 "\x1bP1$r\x1b\\", "\x07", "\x00", "\u200b", "\u202e", "\x1b(B", "x\bX\b"])
+def test_a_secret_cut_by_a_control_sequence_is_masked_as_the_terminal_shows_it(cut: str) -> None:
+    remember({"password": SPLIT_SECRET})
+    cut = cut.replace("x\bX\b", "")  # a backspace pair draws and erases in place: nothing shown
+    printed = f"value {SPLIT_SECRET[:7]}{cut}{SPLIT_SECRET[7:]} end"
+    assert mask_text(printed) == f"value {MASK} end"
+    assert StreamMasker()("algo-1", printed) == f"value {MASK} end"
+
+
+@pytest.mark.parametrize(("printed", "shown"), [
+    ("\x1b]0;new window title\x07ok", "ok"),
+    ("\x1b]52;c;Y3VybCBldmlsfHNo\x07ok", "ok"),  # OSC 52: write the reader's clipboard
+    ("\x1b]52;c;Y3VybCBldmlsfHNo\x1b\\ok", "ok"),
+    ("\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\", "link"),
+    ("\x1bP+q544e\x1b\\ok", "ok"),  # DCS: a terminfo query whose answer the terminal types back
+    ("\x9d0;title\x9cok", "ok"),  # the same in 8-bit C1 form
+    ("a\x1bcb", "ab"),  # RIS: reset the terminal
+    ("\x1b[2J\x1b[Hcleared", "cleared"),
+    ("tab\tstays", "tab\tstays"),
+    ("unterminated \x1b]0;title runs to the end", "unterminated "),
+    ("progress 1/2\rprogress 2/2", "progress 2/2"),
+])
+def test_output_reaches_a_terminal_with_no_control_but_drawn_text(printed: str, shown: str) -> None:
+    assert mask_text(printed) == shown
+    assert mask_data({"message": printed}) == {"message": shown}
+
+
+@pytest.mark.parametrize(("value", "secret"), [
+    ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", True),  # the documented example's shape
+    ("Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZkdI", True),
+    ("5d0912510ec223c8c42bd0b3aae7e15c737f583a", False),  # a git commit id
+    ("MyVeryLongApplicationNameVersion2Release", False),  # CamelCase, one digit
+    ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKE", False),  # 39 characters
+])
+def test_a_value_shaped_like_an_aws_secret_key_is_masked_under_any_name(value: str, secret: bool) -> None:
+    redact._forget()
+    remember({"BUILD_REF": value, "nested": {"other": value}})
+    assert (mask_text(f"ref={value};") == f"ref={MASK};") is secret
+    assert (mask_data({"BUILD_REF": value}) == {"BUILD_REF": MASK}) is secret

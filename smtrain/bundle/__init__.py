@@ -6,6 +6,8 @@
                        special files noted
     ignore.py          .smtrainignore and .gitignore rules (gitignore syntax, pathspec); the line
                        that leaves out one file
+    own_places.py      smtrain's own places (SMTRAIN_HOME, directories marked as written by a run): never
+                       bundled
     secret_guard.py    which file paths look like secrets
     secret_content.py  which file heads hold a secret (private keys, AWS key pairs, Google credentials)
     sizes.py           large files warned about, hopeless totals refused early, the size error

@@ -32,7 +32,7 @@ Layout decisions:
 Refusals and warnings come from plan_bundle(), before anything is packed, so that `validate`
 and `plan` run the very checks of a build: secret-looking files, by name (secret_guard.py) or by
 content (secret_content.py), unless code.allow_secrets lets them ship; bad links; clashes with
-the entry point; a total that cannot fit code.max_bundle_size (sizes.py). Warnings name skipped
+the entry point; a file over 1 GB, a total that cannot fit code.max_bundle_size (sizes.py). Warnings name skipped
 special files and source files over 10 MB, with the .smtrainignore lines that leave them out.
 
 Ignore rules (source dir only), strongest first:
@@ -40,7 +40,9 @@ Ignore rules (source dir only), strongest first:
 1. always left out: ``.git``, ``.hg``, ``.svn``, ``__pycache__``, tool caches
    (``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``), ``*.pyc``/``*.pyo``, virtual
    environments (a directory named ``.venv``/``venv`` or holding ``pyvenv.cfg`` or
-   ``conda-meta``), and ``.smtrainignore`` files;
+   ``conda-meta``), ``.smtrainignore`` files, and smtrain's own outputs and records (own_places.py:
+   a directory holding its marker, and those named in ``leave_out``: SMTRAIN_HOME and a local
+   output, so that a local run's results never ship with the next job);
 2. ``.smtrainignore`` at the root of the source dir;
 3. ``.gitignore`` files (unless ``use_gitignore=False``): those inside the source dir, the
    deepest one first, then those of the enclosing git repository between the source dir and
@@ -70,7 +72,7 @@ from smtrain.bundle.model import (
     PlannedFile,
 )
 from smtrain.bundle.secret_content import read_head, secret_in
-from smtrain.bundle.sizes import human, large_files_warning, refuse_hopeless, size_error
+from smtrain.bundle.sizes import human, large_files_warning, refuse_hopeless, refuse_huge_files, size_error
 from smtrain.bundle.walk import skipped_warning, walk_tree
 
 _REQUIREMENTS_FIELD = ("code", "requirements")
@@ -161,6 +163,7 @@ def plan_bundle(
     allow: Sequence[str] = (),
     max_size: int | None = None,
     exclude_entrypoint_files: Sequence[str] = (),
+    leave_out: Sequence[Path] = (),
 ) -> PlannedBundle:
     """Every file of the archive, with every refusal and warning, without packing anything.
 
@@ -205,6 +208,7 @@ def plan_bundle(
             use_gitignore=use_gitignore,
             smtrainignore_count=smt_count,
             check_secrets=True,
+            leave_out=leave_out,
         )
         source_files = walk.files
         skipped += walk.skipped
@@ -217,6 +221,8 @@ def plan_bundle(
         st = os.stat(req_path)
         req_file = PlannedFile(REQUIREMENTS_NAME, str(req_path), st.st_size, False, "requirements")
     if not problems:
+        # Before any file is read (the secret checks read heads; packing reads all).
+        refuse_huge_files(source_files + ([req_file] if req_file is not None else []), max_size)
         # Every file that ships gets the same secret checks, whatever route it takes into the bundle.
         checked = [f for f in source_files if req_file is None or f.path != REQUIREMENTS_NAME]
         _refuse_secrets(named_secrets, checked + ([req_file] if req_file is not None else []), allow, problems)
@@ -288,6 +294,7 @@ def build_bundle(
     allow: Sequence[str] = (),
     max_size: int | None = None,
     exclude_entrypoint_files: Sequence[str] = (),
+    leave_out: Sequence[Path] = (),
 ) -> Bundle:
     """Build the archive from the entry point, the user's source dir and requirements file.
 
@@ -299,10 +306,13 @@ def build_bundle(
     directory) unless absolute. `allow` holds gitignore-style patterns of archive paths that may
     ship although they look like secrets; `exclude_entrypoint_files` holds gitignore-style
     patterns of entry point files to leave out. `max_size` limits the compressed size in bytes.
+    `leave_out` names directories of smtrain's own (SMTRAIN_HOME, a local output) that do not ship
+    even when they lie inside `source_dir`.
     Raises BundleError with a message for the user on any problem; warnings are in Bundle.warnings.
     """
     return write_bundle(plan_bundle(entrypoint, source_dir, requirements, use_gitignore=use_gitignore, allow=allow,
-                                    max_size=max_size, exclude_entrypoint_files=exclude_entrypoint_files))
+                                    max_size=max_size, exclude_entrypoint_files=exclude_entrypoint_files,
+                                    leave_out=leave_out))
 
 
 def s3_key_for(output_uri: str, bundle: Bundle) -> str:

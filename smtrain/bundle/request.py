@@ -10,13 +10,16 @@ import datetime as dt
 import os
 import secrets
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from smtrain.bundle.build import plan_bundle, s3_key_for, write_bundle
 from smtrain.bundle.entrypoint import entrypoint_parts
 from smtrain.bundle.model import Bundle, BundleError, PlannedBundle
+from smtrain.bundle.own_places import default_home
+from smtrain.errors import UserError
 from smtrain.plan.build import Plan
+from smtrain.spec.local_uri import local_path
 
 # SageMaker's limit on TrainingJobName.
 JOB_NAME_MAX = 63
@@ -32,12 +35,23 @@ def new_job_name(prefix: str, now: dt.datetime | None = None, suffix: str | None
     return name
 
 
+def own_places(plan: Plan) -> list[Path]:
+    """smtrain's own directories that a source dir may hold: SMTRAIN_HOME, and the spec's output when local."""
+    places = [default_home()]
+    if not plan.spec.output.startswith("s3://"):
+        try:
+            places.append(local_path(plan.spec.output, plan.base_dir))
+        except UserError:
+            pass  # a file:// URI of another machine: refused where a run would write there, not here
+    return places
+
+
 def check_bundle(plan: Plan) -> PlannedBundle:
     """The files of this job's bundle, every refusal and warning of a build, nothing packed (validate, plan)."""
     code = plan.spec.code
     source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
     planned = plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
-                          allow=code.allow_secrets, max_size=code.max_bundle_size)
+                          allow=code.allow_secrets, max_size=code.max_bundle_size, leave_out=own_places(plan))
     if code.entry_point and source is not None:
         name = PurePosixPath(os.path.normpath(code.entry_point).replace(os.sep, "/")).as_posix()
         if name not in {f.path for f in planned.files if f.origin == "source"}:

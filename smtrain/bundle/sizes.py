@@ -6,13 +6,17 @@ disk image, a zero-filled dataset) passes it after minutes of compressing. Two g
 * every source file over LARGE_FILE is named in a warning, with the .smtrainignore line that
   leaves it out;
 * deflate never compresses better than DEFLATE_MAX_RATIO to 1, so files totalling more than that
-  many times the limit cannot fit whatever they hold: refused at once with the usual size error.
+  many times the limit cannot fit whatever they hold: refused at once with the usual size error;
+* one file over 1 GB (HUGE_FILE, or code.max_bundle_size where larger) is data, whatever it holds: a
+  20 GB sparse disk image compresses to almost nothing, after minutes. Refused before a byte of it is
+  read, with the .smtrainignore line that leaves it out (refuse_huge_files).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from smtrain.bundle.archive import sort_key
 from smtrain.bundle.ignore import SMTRAINIGNORE, ignore_line
 from smtrain.bundle.model import BundleError, PlannedFile
 
@@ -38,6 +42,32 @@ def size_error(amount: str, max_size: int, planned: Sequence[PlannedFile], why: 
         f"the code bundle is {amount} compressed, over the limit of {human(max_size)}{why}.\n"
         f"Largest files:\n{listing}\n"
         f"Leave data out of code.source_dir (list it in {SMTRAINIGNORE}) and read it from S3 instead."
+    )
+
+
+# SageMaker documents no limit of its own on the code archive: the SDK uploads it as one S3 object, and
+# sagemaker_submit_directory may name any S3 object; one PutObject takes at most 5 GB (Amazon S3 User Guide,
+# "Uploading objects"). No code file comes near 1 GB, and below it packing costs seconds at worst (zeros
+# deflate fast, and incompressible data stops the packing once it is over the limit); so a file over 1 GB,
+# or over code.max_bundle_size where that is larger, is refused from its size alone.
+HUGE_FILE = 10**9
+
+
+def refuse_huge_files(planned: Sequence[PlannedFile], max_size: int | None) -> None:
+    """Refuse every file over HUGE_FILE (or code.max_bundle_size, where larger): nothing of it is read,
+    nothing compressed."""
+    bound = max(HUGE_FILE, max_size or 0)
+    huge = sorted((p for p in planned if p.size > bound), key=lambda p: sort_key(p.path))
+    if not huge:
+        return
+    one = len(huge) == 1
+    listing = "\n".join(f"  {p.path}  {human(p.size)}" for p in huge)
+    lines = "\n".join(f"  {ignore_line(p.path)}" for p in huge if p.origin == "source")
+    leave_out = (f"\n{'This line' if one else 'These lines'} in {SMTRAINIGNORE} leave{'s' if one else ''} "
+                 f"{'it' if one else 'them'} out:\n{lines}") if lines else ""
+    raise BundleError(
+        f"{'a file' if one else f'{len(huge)} files'} over {human(bound)}: data, not code; not read, not "
+        f"bundled:\n{listing}\nRead data from S3 (an input channel) instead.{leave_out}"
     )
 
 

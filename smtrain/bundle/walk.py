@@ -1,14 +1,19 @@
-"""The walk over a tree: files in archive order, ignore rules applied, links checked, secrets noted."""
+"""The walk over a tree: files in archive order, ignore rules applied, links checked, secrets noted.
+
+smtrain's own directories (own_places.py: every marked one, and those the build names) are never walked.
+"""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from smtrain.bundle.ignore import SMTRAINIGNORE, Rules, read_ignore_file
 from smtrain.bundle.model import Origin, PlannedFile
+from smtrain.bundle.own_places import is_marked
 from smtrain.bundle.secret_guard import looks_secret
 
 _ALWAYS_EXCLUDED_NAMES = frozenset(
@@ -55,10 +60,16 @@ def walk_tree(
     smtrainignore_count: int,
     check_secrets: bool,
     prefix: str = "",
+    leave_out: Collection[Path] = (),
 ) -> Walk:
     """Collect the files of `root` in archive order (their paths under `prefix`), applying ignore rules
-    and link checks."""
+    and link checks.
+
+    Directories below `root` that are smtrain's own are left out: those holding own_places.MARKER,
+    and those in `leave_out` (wherever a link leads to them from).
+    """
     root_real = os.path.realpath(root)
+    own = {os.path.realpath(p) for p in leave_out}
     out = Walk()
 
     def visit(
@@ -94,6 +105,8 @@ def walk_tree(
             is_dir = st is not None and stat.S_ISDIR(st.st_mode)
             if is_dir and _is_venv(entry.path, name):
                 continue
+            if is_dir and (is_marked(entry.path) or os.path.realpath(entry.path) in own):
+                continue  # a local run's output or records: the next job must not carry the last one's
             if not is_dir and name.endswith(_BYTECODE_SUFFIXES):
                 continue
 

@@ -144,6 +144,7 @@ def _strict_exit(findings: list[Finding], strict: bool) -> None:
         click.echo(f"{errors} preflight error{'s' if errors != 1 else ''}: the job would fail at "
                    f"{'those lines' if errors != 1 else 'that line'}; nothing was sent.", err=True)
         click.get_current_context().exit(exit_codes.USAGE)
+    findings = [f for f in findings if not f.is_note]  # a file the scan did not read: said, never a block
     if strict and findings:
         n = len(findings)
         click.echo(f"{n} preflight warning{'s' if n != 1 else ''} and --strict; nothing was sent.", err=True)
@@ -687,8 +688,8 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
 @click.argument("job")
 @region_option
 @click.option("--dir", "directory", type=click.Path(file_okay=False, resolve_path=True, path_type=Path), metavar="DIR",
-              help="Download a SageMaker job's event files here. [default: $XDG_CACHE_HOME or "
-                   "~/.cache, smtrain/tensorboard/JOB]")
+              help="Download a SageMaker job's event files here: a new or empty directory, or one smtrain "
+                   "downloaded into before. [default: $XDG_CACHE_HOME or ~/.cache, smtrain/tensorboard/JOB]")
 @click.option("--no-launch", is_flag=True, help="Fetch the event files and say where they are; start nothing.")
 @output_option("text", "json", "yaml")
 @_guard
@@ -697,7 +698,9 @@ def tensorboard(job: str, region: str | None, directory: Path | None, no_launch:
     job's downloaded from S3. Then, in text mode, start `tensorboard --logdir` on them when TensorBoard
     is installed (`pip install 'smtrain[tensorboard]'`) and exit with its code.
 
-    Exits 4 when the job has no event files (yet), as for an unknown job.
+    Only event files (events.out.tfevents.*) are downloaded, and no file smtrain did not write is
+    replaced: a --dir holding other files is refused (exit 2). Exits 4 when the job has no event files
+    (yet), as for an unknown job.
     """
     import shlex
 
@@ -706,6 +709,8 @@ def tensorboard(job: str, region: str | None, directory: Path | None, no_launch:
     from smtrain.cli.tensorboard_program import run, tensorboard_command
 
     found = backend_for_job(job, region).event_files(job, directory)  # the name checked there
+    for note in found.notes:  # what was left out, before the outcome: it may be why nothing is there
+        click.echo(mask_text(f"note: {note}"), err=True)
     if directory is not None and found.source == "local":
         click.echo("note: --dir is for SageMaker jobs; a local job's event files are read where they are", err=True)
     if not found.files:

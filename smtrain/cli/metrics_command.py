@@ -72,13 +72,14 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
     from smtrain.cli.render import dump_line
 
     interval = poll_interval(WAIT_POLL_DEFAULT)
-    shown = 0  # the last epoch printed
+    # The epochs printed: each is printed once, whatever its number (0, negative, one logged after a later one).
+    shown: set[int] = set()
     names: list[str] | None = None
     while True:
         done = backend.describe(job).done  # first: the read after the end has every epoch
         metrics = backend.metrics(job, host)
         for row in table.rows(metrics):
-            if row.epoch <= shown:
+            if row.epoch in shown:
                 continue
             if output in ("json", "yaml"):
                 dump_line({"job": job, "host": metrics.host, **table.row_dict(row)}, output)
@@ -87,9 +88,9 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
                     names = table.columns(metrics)
                     click.echo(table.csv_header(names) if output == "csv" else table.header_line(names))
                 click.echo(table.csv_row(row, names) if output == "csv" else table.row_line(row, names))
-            shown = row.epoch
+            shown.add(row.epoch)
         if done:
-            if shown == 0:
+            if not shown:
                 click.echo(table.no_metrics_text(metrics), err=True)
             return metrics.job
         sleep(interval)

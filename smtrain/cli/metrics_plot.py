@@ -3,11 +3,18 @@
 plotext (MIT, no Python dependencies) is imported here only, and this module only under --plot.
 Train and validation are told apart by their markers as well as by colour, so a chart printed
 without colour (a pipe, NO_COLOR) still reads.
+
+A point that is not a finite number (a loss that went nan or inf) has no place on an axis: it is left
+out of its chart, and a line under the charts names each one. Huge finite values still plot: a chart
+whose values span more than a float holds (1e308 and -1e308) is drawn in units of a power of ten,
+which its title gives.
 """
 
 from __future__ import annotations
 
-from smtrain.jobs import JobMetrics, MetricSeries
+import math
+
+from smtrain.jobs import JobMetrics, MetricPoint, MetricSeries
 
 MARKERS = {"train": "•", "validation": "x"}
 _NOT_PLOTTED = ("loss", "epoch", "learning_rate", "examples_per_sec")
@@ -30,11 +37,35 @@ def panels(metrics: JobMetrics) -> list[tuple[str, list[MetricSeries]]]:
     return found
 
 
+def _finite(series: MetricSeries) -> list[MetricPoint]:
+    return [p for p in series.points if math.isfinite(p.value)]
+
+
+def _unit(values: list[float]) -> float:
+    """1, or the power of ten to draw `values` in when their span overflows a float (plotext's axis would be nan)."""
+    if not values or math.isfinite(max(values) - min(values)):
+        return 1.0
+    return 10.0 ** math.floor(math.log10(max(abs(v) for v in values)))
+
+
+def left_out_text(metrics: JobMetrics) -> str | None:
+    """The line that names the points a chart leaves out (not finite), or None."""
+    plotted = [one for _, series in panels(metrics) for one in series]
+    missing = [f"{one.name} epoch {p.epoch} ({p.value})" for one in plotted for p in one.points
+               if not math.isfinite(p.value)]
+    if not missing:
+        return None
+    shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+    return f"not plotted (not a finite number): {shown}"
+
+
 def plot_text(metrics: JobMetrics, width: int, height: int, *, color: bool) -> str | None:
-    """The charts side by side in `width` x `height` terminal cells; None when there is nothing to draw."""
+    """The charts side by side in `width` x `height` terminal cells, then the line naming the points left out (not
+    finite) if any; None when there is nothing to draw."""
     import plotext
 
-    shown = panels(metrics)
+    shown = [(title, [one for one in series if _finite(one)]) for title, series in panels(metrics)]
+    shown = [(title, series) for title, series in shown if series]
     if not shown:
         return None
     figure = plotext.figure
@@ -44,21 +75,26 @@ def plot_text(metrics: JobMetrics, width: int, height: int, *, color: bool) -> s
     figure.subplots(1, len(shown))
     for column, (title, series) in enumerate(shown, start=1):
         panel = figure.subplot(1, column)
-        panel.title(f"{title} per epoch ({metrics.host})")
+        unit = _unit([p.value for one in series for p in _finite(one)])
+        in_units = f", x{unit:.0e}" if unit != 1 else ""
+        panel.title(f"{title} per epoch ({metrics.host}{in_units})")
         panel.label("epoch")
         for one in series:
             side = one.name.partition(":")[0]
-            signal = panel.signal([p.epoch for p in one.points], [p.value for p in one.points], marker=MARKERS[side])
+            points = _finite(one)
+            signal = panel.signal([p.epoch for p in points], [p.value / unit for p in points], marker=MARKERS[side])
             signal.label(side)
             signal.lines()
             panel.draw(signal)
-        epochs = sorted({p.epoch for one in series for p in one.points})
+        epochs = sorted({p.epoch for one in series for p in _finite(one)})
         step = max(1, -(-len(epochs) // 8))  # whole epochs on the axis, at most about eight
         panel.ruler("x").ticks(epochs[::step], [str(e) for e in epochs[::step]])
         # The legend in the corner the curves leave free: top right when they fall (loss), else bottom right.
-        values = [p.value for one in series for p in one.points]
-        first = series[0].points
+        values = [p.value / unit for one in series for p in _finite(one)]
+        first = _finite(series[0])
         falling = first[-1].value <= first[0].value
         panel.legend(x=epochs[-1], y=max(values) if falling else min(values), ha="right",
                      va="top" if falling else "bottom", relative=True)
-    return str(figure.build().string(colorless=not color)).rstrip()
+    chart = str(figure.build().string(colorless=not color)).rstrip()
+    note = left_out_text(metrics)
+    return chart if note is None else f"{chart}\n{note}"

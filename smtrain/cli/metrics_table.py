@@ -1,11 +1,16 @@
 """How a job's metrics are shown: one row per epoch and one column per metric, as text, JSON or CSV,
-and the short summary that ends `submit --wait` and `submit --local`."""
+and the short summary that ends `submit --wait` and `submit --local`.
+
+A value that is not a finite number (a loss gone nan or inf in a local job's log) is shown as such: `nan`,
+`inf`, `-inf` in text and CSV, and the same words as strings in JSON and YAML, since JSON has no NaN or
+infinity (json_value)."""
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
 import io
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,17 +73,27 @@ def row_line(row: EpochRow, names: list[str]) -> str:
     return "  ".join([f"{row.epoch:>5}", f"{when:<8}", *cells])
 
 
+def json_value(value: float) -> float | str:
+    """A metric value as JSON can hold it: the number, or "nan", "inf" or "-inf" for one that is not finite."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _json_values(values: dict[str, float]) -> dict[str, float | str]:
+    return {name: json_value(value) for name, value in values.items()}
+
+
 def row_dict(row: EpochRow) -> dict[str, Any]:
-    """One epoch in JSON: {"epoch", "timestamp", "values": {name: value}} (README "Metrics")."""
-    return {"epoch": row.epoch, "timestamp": _iso(row.timestamp), "values": dict(row.values)}
+    """One epoch in JSON: {"epoch", "timestamp", "values": {name: value}} (README "Metrics"); a value that is
+    not finite is the string "nan", "inf" or "-inf"."""
+    return {"epoch": row.epoch, "timestamp": _iso(row.timestamp), "values": _json_values(row.values)}
 
 
 def metrics_dict(metrics: JobMetrics) -> dict[str, Any]:
-    """`smtrain metrics -o json` (README "Metrics")."""
+    """`smtrain metrics -o json` (README "Metrics"); values that are not finite as in row_dict."""
     job = metrics.job
     return {"job": job.name, "backend": job.backend, "status": job.status, "source": metrics.source,
             "host": metrics.host, "hosts": list(metrics.hosts), "metrics": columns(metrics),
-            "epochs": [row_dict(r) for r in rows(metrics)], "final": dict(metrics.final)}
+            "epochs": [row_dict(r) for r in rows(metrics)], "final": _json_values(dict(metrics.final))}
 
 
 def csv_header(names: list[str]) -> str:
@@ -112,7 +127,7 @@ def summary_dict(metrics: JobMetrics) -> dict[str, Any] | None:
     if not last and not metrics.final:
         return None
     return {"host": metrics.host, "epochs": len(rows(metrics)), "last_epoch": row_dict(last[0]) if last else None,
-            "final": dict(metrics.final)}
+            "final": _json_values(dict(metrics.final))}
 
 
 def summary_text(metrics: JobMetrics) -> str:

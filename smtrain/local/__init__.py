@@ -11,7 +11,6 @@
     replica_layout.py  the replicas per host: the plan's, CPU devices standing in for GPUs (--replicas-per-host: fewer);
                   hooks/sitecustomize.py splits the CPU for a hand-written script right after TensorFlow loads
     supervise.py  the process group: output streamed with host prefixes, one failure ends all
-    terminal_text.py  a host's line as a terminal shows it (progress bars' \r and \b resolved): logs, metrics
     tf_noise.py   TensorFlow's C++ start-up lines recognised (also behind mpirun's tags): log file only
     lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL
     artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them

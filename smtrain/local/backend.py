@@ -8,7 +8,8 @@ smddp), streams their output prefixed [algo-N], ends the whole group when one fa
 passes, and leaves model.tar.gz and output.tar.gz where SageMaker would put them:
 
 * spec.output a local directory (or file:// URI): <output>/<job>/output/{model,output}.tar.gz,
-  the layout SageMaker uses under an S3 output, and the bundle at <output>/source/<sha256>/;
+  the layout SageMaker uses under an S3 output, and the bundle at <output>/source/<sha256>/; a run
+  whose <output>/<job> already exists (a job of that name under another SMTRAIN_HOME) is refused;
 * spec.output an s3:// URI: nothing is uploaded; both archives stay in <job dir>/output/.
 
 The job's record lives under ${SMTRAIN_HOME:-~/.smtrain}/local-jobs/<job>/ (see local_jobs), so
@@ -30,13 +31,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
-from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, is_event_file, poll_interval
 from smtrain.local import replica_layout
 from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
 from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, describe_exit, signal_group
-from smtrain.local.terminal_text import as_shown, physical_lines
 from smtrain.plan import launch
 from smtrain.redact import mask_text
+from smtrain.terminal_text import as_shown, physical_lines
 
 if TYPE_CHECKING:  # the run path's modules load when a job runs: status/list/logs stay quick
     from smtrain.local.channels import ChannelSource
@@ -74,12 +75,18 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def _artifacts_dir(request: Request, job_dir: Path) -> Path:
-    """Where model.tar.gz and output.tar.gz go: <output>/<job>/output, else (s3:// output) the job's own."""
+def _job_output(request: Request) -> Path | None:
+    """<output>/<job>: the job's place under a local output, as under an S3 one; None for an s3:// output."""
     from smtrain.local.request import output_root
 
     root = output_root(request.plan)
-    return root / request.job_name / "output" if root is not None else job_dir / "output"
+    return root / request.job_name if root is not None else None
+
+
+def _artifacts_dir(request: Request, job_dir: Path) -> Path:
+    """Where model.tar.gz and output.tar.gz go: <output>/<job>/output, else (s3:// output) the job's own."""
+    job_output = _job_output(request)
+    return job_output / "output" if job_output is not None else job_dir / "output"
 
 
 def _channel_sources(body: dict[str, Any]) -> list[ChannelSource]:
@@ -157,7 +164,7 @@ class LocalBackend:
         record = self._current(name)
         chief = (record.get("hosts") or launch.host_names(1))[0]  # rank 0 / the chief worker runs there
         logdir = HostLayout(self.store.hosts_dir(name) / chief).tensorboard_dir
-        files = sum(1 for p in logdir.rglob("*") if p.is_file()) if logdir.is_dir() else 0
+        files = sum(1 for p in logdir.rglob("*") if p.is_file() and is_event_file(p.name)) if logdir.is_dir() else 0
         return EventFiles(name, "local", logdir, files)
 
     def metrics(self, name: str, host: str | None = None) -> JobMetrics:
@@ -192,6 +199,13 @@ class LocalBackend:
         plan, name = request.plan, request.job_name  # its secrets were registered when the spec was read
         if os.path.lexists(self.store.job_dir(name)):
             raise self._taken(name)
+        job_output = _job_output(request)
+        if job_output is not None and job_output.is_dir():
+            # Another SMTRAIN_HOME's job of this name (or a record since removed) wrote there: its
+            # model.tar.gz would be replaced without a word.
+            raise UserError(f"output {job_output} already exists: job {name} would write its model.tar.gz and "
+                            "output.tar.gz over what is there; pick another --job-name, or move that directory away",
+                            exit_codes.USAGE)
         body = render_local(request)
         hyperparameters = dict(body["HyperParameters"])
         environment = dict(body.get("Environment") or {})
@@ -269,6 +283,7 @@ class LocalBackend:
 
     def _open_job(self, request: Request, body: dict[str, Any], stream: TextIO | None, verbose: bool) -> Output:
         """The job's places checked and made, its directory and first record written: all, or nothing left."""
+        from smtrain.bundle.own_places import mark
         from smtrain.local.places import check, make, unmake
 
         name = request.job_name
@@ -286,6 +301,10 @@ class LocalBackend:
         try:
             output = Output(stream, self.store.log_dir(name), verbose=verbose)
             self.store.write(name, self._first_record(request, body, job_dir))
+            job_output = _job_output(request)
+            if job_output is not None:  # wholly this run's: no later bundle takes them in (own_places.py)
+                mark(job_output)
+                mark(Path(request.source_uri).parent)
         except BaseException:
             shutil.rmtree(job_dir, ignore_errors=True)
             unmake(made)
@@ -432,6 +451,8 @@ class LocalBackend:
             text = (f"ExecuteUserScriptError:\nExitCode {outcome.exit_code}\nErrorMessage \"{last}\"\n"
                     f"Command \"{' '.join(outcome.command)}\"")
             layout.failure_file.parent.mkdir(parents=True, exist_ok=True)
+            # Masked like everything smtrain writes: the command line carries the hyperparameters.
+            text = mask_text(text)
             layout.failure_file.write_text(text + "\n", encoding="utf-8")
         return f"AlgorithmError: {text}"
 

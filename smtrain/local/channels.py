@@ -13,10 +13,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
+from smtrain.spec.local_uri import local_path
 
 
 @dataclass(frozen=True)
@@ -38,17 +39,6 @@ class Materialized:
         if self.path.is_file():
             return [self.path]
         return sorted((p for p in self.path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(self.path).as_posix())
-
-
-def local_path(uri: str, base_dir: Path) -> Path:
-    """The directory or file a non-S3 URI names: file:// URIs, absolute paths, paths relative to `base_dir`."""
-    if uri.startswith("file://"):
-        parsed = urlparse(uri)
-        if parsed.netloc not in ("", "localhost"):
-            raise UserError(f"{uri}: a file:// URI must name a path on this machine (file:///path)", exit_codes.USAGE)
-        return Path(unquote(parsed.path))
-    path = Path(os.path.expanduser(uri))
-    return path if path.is_absolute() else (base_dir / path).resolve()
 
 
 def _s3_parts(uri: str) -> tuple[str, str]:

@@ -6,21 +6,29 @@ output and publishes the first group's value; here the same regexes, with Java's
 SageMaker job (smtrain.sagemaker.metric_series.by_epoch) turns them into epochs, so that a job
 shows the same series whichever backend ran it. Every value of a line has that line's time:
 the `progress` lines, which match the train:* regexes but not train:epoch's, are left out.
+
+Where the log says more than CloudWatch keeps, the log is shown: CloudWatch takes no NaN or
+infinity, but a loss that went nan is what a person reading a local job's metrics needs to see.
+So, read locally, a value is any number float() reads, nan and inf included; the bundled
+definitions' number class ([0-9.eE+-]+) also takes nan, inf and -inf (what the entrypoint prints
+for them), and their train:epoch also a negative epoch. The epoch shown is the epoch logged: a
+metric line that starts `epoch=N` (as `smtrain metrics` asks lines to look) gives epoch N even
+where the train:epoch regex reads none (a line without ` step=`), rather than a place in order.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from smtrain.jobs import JobInfo, JobMetrics
 from smtrain.local.supervise import parse_log_line
-from smtrain.local.terminal_text import as_shown, physical_lines
 from smtrain.plan import java_regex
-from smtrain.sagemaker.metric_series import by_epoch, check_host
+from smtrain.sagemaker.metric_series import EPOCH, by_epoch, check_host
+from smtrain.terminal_text import as_shown, physical_lines
 
 
 def definitions_of(record: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -33,13 +41,25 @@ def definitions_of(record: Mapping[str, Any]) -> list[dict[str, str]]:
     return [dict(d) for d in metric_definitions()]
 
 
+_NUMBER_CLASS = "([0-9.eE+-]+)"  # the bundled definitions' value group (smtrain_tf/metric_definitions.json)
+_OR_NOT_FINITE = "((?:[+-]?(?:nan|inf)(?![0-9A-Za-z])|[0-9.eE+-]+))"
+_EPOCH_GROUP = "epoch=([0-9]+)"
+# A metric line's own epoch, behind mpirun's rank tag or not: `epoch=3 loss=...`.
+_LOGGED_EPOCH = re.compile(r"^(?:\[[0-9]+,[0-9]+\]<stdout>:)?epoch=(-?[0-9]{1,15})(?![0-9.])")
+
+
+def _read_locally(definition: Mapping[str, str]) -> str:
+    """The definition's regex as a local job's log is read: its number group takes nan and inf as well."""
+    regex = definition["Regex"].replace(_NUMBER_CLASS, _OR_NOT_FINITE)
+    return regex.replace(_EPOCH_GROUP, "epoch=(-?[0-9]+)") if definition["Name"] == EPOCH else regex
+
+
 def _number(text: str) -> float | None:
-    """The value SageMaker would publish: a finite number (CloudWatch takes no NaN or infinity)."""
+    """The value a line logs: any number float() reads, nan and inf included (see the module's note)."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         return None
-    return value if math.isfinite(value) else None
 
 
 def matches(definitions: Sequence[Mapping[str, str]],
@@ -48,12 +68,18 @@ def matches(definitions: Sequence[Mapping[str, str]],
     raw: dict[str, list[tuple[dt.datetime, float]]] = {}
     for stamp, line in lines:
         limit = java_regex.bound_for(line)
+        read: dict[str, float] = {}
         for definition in definitions:
-            regex = java_regex.compiled(definition["Regex"], limit)
+            regex = java_regex.compiled(_read_locally(definition), limit)
             found = regex.search(line) if regex is not None else None
             value = _number(found.group(1)) if found and found.groups() and found.group(1) is not None else None
             if value is not None:
-                raw.setdefault(definition["Name"], []).append((stamp, value))
+                read[definition["Name"]] = value
+        logged = _LOGGED_EPOCH.match(line)
+        if read and EPOCH not in read and logged:
+            read[EPOCH] = float(logged.group(1))
+        for name, value in read.items():
+            raw.setdefault(name, []).append((stamp, value))
     return raw
 
 

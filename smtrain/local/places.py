@@ -7,6 +7,10 @@ file goes, a parent that cannot be written) before anything is made; `make` then
 directories, and if one still cannot be made (a read-only or virtual file system such as /proc,
 where even root cannot write) removes again those it made. Either way a refused run leaves
 nothing behind, and the UserError (exit 2) names the path and the setting behind it.
+
+The directories that are wholly the run's (<output>/<job>/, <output>/source/<sha256>/) get
+own_places.MARKER once the job exists, so that no later bundle takes them in; `unmake` removes it
+with the directory.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smtrain import exit_codes
+from smtrain.bundle.own_places import MARKER
 from smtrain.errors import UserError
 
 DIRECTORY = "directory"
@@ -98,6 +103,8 @@ def unmake(made: Sequence[Path]) -> None:
     """Remove directories `make` made (innermost first), as long as nothing else was put in them."""
     for directory in reversed(made):
         try:
+            if [entry.name for entry in directory.iterdir()] == [MARKER]:
+                (directory / MARKER).unlink()
             directory.rmdir()
         except OSError:
             pass

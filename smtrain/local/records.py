@@ -6,6 +6,9 @@
         logs/algo-N.log    each host's output, one "<UTC ISO time><TAB><line>" per line
         stop-requested     written by `smtrain stop`; the supervisor ends the job when it appears
 
+local-jobs/ (and local-tuning/, whose store is this one) holds own_places.MARKER: no code bundle takes
+it in, even when SMTRAIN_HOME lies inside a source dir.
+
 record.json is only ever replaced whole (write, then rename), so a reader never sees half of it.
 """
 
@@ -19,17 +22,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from smtrain.bundle.own_places import default_home, mark
 from smtrain.jobs import JobInfo, LogEvent
 from smtrain.local.supervise import parse_log_line
-from smtrain.local.terminal_text import as_shown, physical_lines
+from smtrain.terminal_text import as_shown, physical_lines
 
-HOME_ENV = "SMTRAIN_HOME"
 RECORD = "record.json"
 STOP_FILE = "stop-requested"
-
-
-def default_home() -> Path:
-    return Path(os.environ.get(HOME_ENV) or Path.home() / ".smtrain")
 
 
 def iso(value: dt.datetime | None) -> str | None:
@@ -76,6 +75,7 @@ class JobStore:
     def create(self, name: str) -> Path:
         """A new, empty job directory; FileExistsError if the name is taken."""
         self.root.mkdir(parents=True, exist_ok=True)
+        mark(self.root)  # records made before the marker existed get it with the next job
         path = self.job_dir(name)
         path.mkdir()
         return path

@@ -5,10 +5,11 @@ ends them on purpose) and is ended through its process group: SIGTERM first, SIG
 grace period, because TensorFlow ignores SIGTERM while it waits for peers. Each process starts
 under a keeper holding the supervisor's lifeline (smtrain.local.lifeline), so that its group dies
 with smtrain even when smtrain is SIGKILLed and nothing of it runs any more. Output (stdout and
-stderr together, line by line) is masked (smtrain.redact) before it goes anywhere: to the stream
-prefixed ``[algo-N]`` and to the host's log file, one ``<UTC ISO time><TAB><line>`` per line, so that the logs of
-several hosts merge by time. TensorFlow's start-up noise (smtrain.local.tf_noise) goes to the log file
-only, unless the run is verbose or its host fails.
+stderr together, line by line) is drawn as a terminal shows it (smtrain.terminal_text) and masked
+(smtrain.redact) before it goes anywhere: to the stream prefixed ``[algo-N]`` and to the host's log
+file, one ``<UTC ISO time><TAB><line>`` per line, so that the logs of several hosts merge by time.
+TensorFlow's start-up noise (smtrain.local.tf_noise) goes to the log file only, unless the run is
+verbose or its host fails.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from pathlib import Path
 from typing import TextIO
 
 from smtrain.local.lifeline import Lifeline
-from smtrain.local.terminal_text import as_shown
 from smtrain.local.tf_noise import NoiseFilter
 from smtrain.redact import StreamMasker, mask_text
+from smtrain.terminal_text import as_shown
 
 MAIN = "main"  # the job is done when every main process has exited 0
 AUX = "aux"  # serves the main ones (a parameter server); ended once they are done

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from smtrain.plan import gpu_facts
+from smtrain.spec.problems import brief
 from smtrain.spec.units import format_gb, parse_size
 
 __all__ = [
@@ -54,6 +55,11 @@ UNKNOWN = "unknown"
 _MAY_BE_UNKNOWN = ("vcpus", "memory", "price")
 _OLD_GPU_MEMORY = "gpu_memory"  # the maker's figure ("40GB"), before gpu_memory_mib; still read
 _PRICES_META_KEYS = {"source", "date", "region"}
+# Bounds past any real figure, which keep the cost maths (price x hours x nodes, in floats) finite: the
+# dearest SageMaker training instance costs about 100 USD an hour, the largest GPU has under 300 GB.
+MAX_PRICE = 10_000.0  # USD per hour
+MAX_COUNT = 2**24  # GPUs, vCPUs or MiB of one GPU's memory (16 TiB)
+_MAX_DIGITS = 4300  # Python's int-to-str limit (sys.get_int_max_str_digits): a longer number is no figure
 _REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")  # us-east-1, us-gov-west-1; fullmatch, never a final "\n"
 
 
@@ -739,7 +745,7 @@ def _parse_entry(
     missing = [f for f in _REQUIRED_FIELDS if f not in given]
     if missing:
         raise CatalogError(f"{where}: missing field {missing[0]!r}")
-    gpu_memory_mib, conversion = _gpu_memory_mib(where, entry)
+    gpu_memory_mib, conversion = _gpu_memory_mib(label, name, entry)
 
     gpu = entry["gpu"]
     if not isinstance(gpu, str) or not gpu.strip():
@@ -757,12 +763,12 @@ def _parse_entry(
         name=name,
         family=_split_name(name)[0],
         gpu=gpu.strip(),
-        gpus=_count(where, "gpus", entry["gpus"]),
+        gpus=_count(_at(label, name, entry, "gpus"), "gpus", entry["gpus"]),
         gpu_memory_mib=gpu_memory_mib,
-        vcpus=None if "vcpus" in unknown else _count(where, "vcpus", entry["vcpus"]),
-        memory=None if "memory" in unknown else _size(where, "memory", entry["memory"]),
+        vcpus=None if "vcpus" in unknown else _count(_at(label, name, entry, "vcpus"), "vcpus", entry["vcpus"]),
+        memory=None if "memory" in unknown else _size(_at(label, name, entry, "memory"), "memory", entry["memory"]),
         efa=efa,
-        price_per_hour=None if "price" in unknown else _price(where, entry["price"]),
+        price_per_hour=None if "price" in unknown else _price(_at(label, name, entry, "price"), entry["price"]),
         price_note=_text(note) if note not in (None, "") else None,
         region_prices=_region_prices(where, entry.get("region_prices"), region),
         note=facts_note,
@@ -772,22 +778,31 @@ def _parse_entry(
     return instance, conversion and f"{name}: {conversion}"
 
 
+def _at(label: str, name: str, mapping: Any, key: str) -> str:
+    """Where a figure is, for a message: "file:line: instance 'ml.x.y'" (the line where the file's reader kept it)."""
+    line = getattr(mapping, "lines", {}).get(key)
+    return f"{label}{f':{line}' if line else ''}: instance {name!r}"
+
+
 def _is_unknown(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() == UNKNOWN
 
 
-def _gpu_memory_mib(where: str, entry: dict[str, Any]) -> tuple[int, str | None]:
+def _gpu_memory_mib(label: str, name: str, entry: dict[str, Any]) -> tuple[int, str | None]:
     if "gpu_memory_mib" in entry and _OLD_GPU_MEMORY in entry:
-        raise CatalogError(f"{where}: give 'gpu_memory_mib' or the old '{_OLD_GPU_MEMORY}', not both")
+        raise CatalogError(f"{label}: instance {name!r}: give 'gpu_memory_mib' or the old '{_OLD_GPU_MEMORY}', "
+                           "not both")
     if "gpu_memory_mib" in entry:
+        where = _at(label, name, entry, "gpu_memory_mib")
         return _count(where, "gpu_memory_mib", entry["gpu_memory_mib"], unit="MiB"), None
+    where = _at(label, name, entry, _OLD_GPU_MEMORY)
     value = entry[_OLD_GPU_MEMORY]
     # The old field held the maker's figure ("40GB"). GPU makers' GB are GiB (the "40GB" A100 has
     # 40960 MiB, as the SDK and EC2 list it), so a decimal unit name is read as its binary one.
     binary = re.sub(r"(?i)([kmgt])b$", r"\1iB", value.strip()) if isinstance(value, str) else value
     mib = round(_size(where, _OLD_GPU_MEMORY, binary) / MIB)
-    if mib < 1:
-        raise CatalogError(f"{where}: {_OLD_GPU_MEMORY!r} must be at least 1MiB, not {value!r}")
+    if not 1 <= mib <= MAX_COUNT:
+        raise CatalogError(f"{where}: {_OLD_GPU_MEMORY!r} must be from 1MiB to {gib_text(MAX_COUNT)}, not {value!r}")
     return mib, f"{_OLD_GPU_MEMORY}: {value} -> gpu_memory_mib: {mib}"
 
 
@@ -803,7 +818,9 @@ def _region_prices(where: str, value: Any, own_region: str) -> tuple[RegionPrice
             raise CatalogError(
                 f"{where}: region_prices: {region} is the catalog's own region: its price is 'price'"
             )
-        prices.append(RegionPrice(region, _price(f"{where} in {region}", per_hour)))
+        line = getattr(value, "lines", {}).get(key)
+        at = where.replace(": instance", f":{line}: instance", 1) if line else where
+        prices.append(RegionPrice(region, _price(f"{at} in {region}", per_hour)))
     return tuple(sorted(prices, key=lambda p: p.region))
 
 
@@ -825,7 +842,8 @@ def _apply_prices_file(base: Catalog, path: Path) -> Catalog:
             near = base.nearest(name)
             hint = f"; nearest: {', '.join(near)}" if near else ""
             raise CatalogError(f"{label}: unknown instance type {name!r}{hint}")
-        prices[name] = _price(f"{label}: instance {name!r}", value)
+        line = getattr(data, "lines", {}).get(key) or _json_line(text, key)
+        prices[name] = _price(f"{label}{f':{line}' if line else ''}: instance {name!r}", value)
 
     plural = "s" if len(prices) != 1 else ""
     if region != base.region:
@@ -865,9 +883,9 @@ def _add_region_price(i: InstanceType, price: RegionPrice) -> InstanceType:
 
 
 def _count(where: str, key: str, value: Any, unit: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
         what = f"a whole number of {unit}" if unit else "a whole number"
-        raise CatalogError(f"{where}: {key!r} must be {what} of at least 1, not {value!r}")
+        raise CatalogError(f"{where}: {key!r} must be {what} from 1 to {MAX_COUNT}, not {brief(value)}")
     return value
 
 
@@ -892,10 +910,15 @@ def _size(where: str, key: str, value: Any) -> int:
 
 
 def _price(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CatalogError(f"{where}: price must be a number of USD per hour, not {value!r}")
+    # A float's infinity and NaN, and whole numbers past a float (10^400), are no price: refused here, before
+    # any sum or sort meets them.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (math.inf, -math.inf):
+        raise CatalogError(f"{where}: price must be a number of USD per hour, not {brief(value)}")
     if value < 0:
-        raise CatalogError(f"{where}: price cannot be negative ({value})")
+        raise CatalogError(f"{where}: price cannot be negative ({brief(value)})")
+    if value > MAX_PRICE:
+        raise CatalogError(f"{where}: price {brief(value)} USD per hour is past any instance's (at most "
+                           f"{MAX_PRICE:,.0f}); give USD per hour of one instance")
     return float(value)
 
 
@@ -928,9 +951,26 @@ def _read(path: Path) -> str:
 
 def _parse_json(text: str, label: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{label}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except _TooLong as exc:
+        index = text.find(exc.text)
+        where = f"{label}:{text.count(chr(10), 0, index) + 1}" if index >= 0 else label
+        raise CatalogError(f"{where}: {exc}") from None
+
+
+def _json_int(text: str) -> int:
+    # json reads whole numbers with int(), which refuses more than 4300 digits with a ValueError of its own.
+    if len(text.lstrip("-")) > _MAX_DIGITS:
+        raise _TooLong(text)
+    return int(text)
+
+
+def _json_line(text: str, key: str) -> int | None:
+    """The line of `key` in a JSON prices file (json keeps no positions): where "key": first stands."""
+    found = re.search(re.escape(json.dumps(key)) + r"\s*:", text)
+    return text.count("\n", 0, found.start()) + 1 if found else None
 
 
 def _parse_yaml(text: str, label: str) -> Any:
@@ -940,11 +980,29 @@ def _parse_yaml(text: str, label: str) -> Any:
         return yaml.load(text, Loader=_unique_key_loader(yaml))  # a SafeLoader subclass
     except _DuplicateKey as exc:
         raise CatalogError(f"{label}:{exc.line}: {exc.key!r} appears twice") from None
+    except _TooLong as exc:
+        raise CatalogError(f"{label}:{exc.line}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
         problem = getattr(exc, "problem", None) or str(exc)
         raise CatalogError(f"{where}: not valid YAML ({problem})") from None
+
+
+class _TooLong(Exception):
+    """A number of more digits than Python reads (and than any catalog figure has)."""
+
+    def __init__(self, text: str, line: int | None = None) -> None:
+        super().__init__(f"a number of {len(text.lstrip('+-'))} digits ({brief(text, 30)}) is no price or "
+                         "count: give the figure itself")
+        self.text = text
+        self.line = line
+
+
+class _Lines(dict):  # type: ignore[type-arg]
+    """A mapping read from YAML, with the line of each key's value (for messages): lines[key]."""
+
+    lines: dict[Any, int]
 
 
 class _DuplicateKey(Exception):
@@ -972,4 +1030,22 @@ def _unique_key_loader(yaml: Any) -> type:
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+        def construct_yaml_map(self, node: Any) -> Iterator[dict[Any, Any]]:
+            data = _Lines()
+            yield data
+            data.update(self.construct_mapping(node))
+            data.lines = {}
+            for key_node, value_node in node.value:
+                key = self.construct_object(key_node)
+                if isinstance(key, str | int):
+                    data.lines[key] = value_node.start_mark.line + 1
+
+        def construct_yaml_int(self, node: Any) -> int:
+            try:
+                return int(super().construct_yaml_int(node))
+            except ValueError:  # more than 4300 digits: int() refuses them
+                raise _TooLong(node.value, node.start_mark.line + 1) from None
+
+    UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map", UniqueKeyLoader.construct_yaml_map)
+    UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_yaml_int)
     return UniqueKeyLoader

@@ -28,6 +28,7 @@ from smtrain_tf.models.names import is_hook
 
 from smtrain.plan import program
 from smtrain.spec.model import Spec
+from smtrain.spec.python_file import parse_python, read_python, walk
 
 # Always in the definitions (smtrain_tf/metric_definitions.json), so never added twice.
 BUILT_IN = ("loss", "accuracy")
@@ -74,12 +75,13 @@ def _names_in(value: ast.expr) -> list[str]:
 
 def names_in_source(text: str) -> list[str]:
     """Every metric name the code states literally, in order of appearance, each once."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return []  # validate and the preflight scan report it
+    tree = parse_python(text.encode("utf-8", "surrogateescape"), "<code>").tree
+    return _names_in_tree(tree) if tree is not None else []  # validate and the preflight scan report it
+
+
+def _names_in_tree(tree: ast.Module) -> list[str]:
     found: list[str] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
             for keyword in node.keywords:
                 if keyword.arg == "metrics":
@@ -105,6 +107,15 @@ def _compiling_file(spec: Spec, base_dir: Path) -> Path | None:
     return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
 
 
+def _tree(path: Path) -> ast.Module | None:
+    """The file's tree; None where it cannot be read (too large, too deep, not Python: the preflight scan
+    and the hook check say so)."""
+    try:
+        return read_python(path).tree
+    except OSError:
+        return None
+
+
 # A metric line as the MetricDefinitions read it: ` loss=0.23` (smtrain_tf's epoch line), never Keras's
 # progress bar (`loss: 0.2300`).
 _METRIC_TEXT = re.compile(r"(?:^|\s)(?:val_)?(?:loss|accuracy)=")
@@ -119,11 +130,10 @@ def prints_metric_lines(spec: Spec, base_dir: Path) -> bool:
     path = _compiling_file(spec, base_dir)
     if path is None or not path.is_file():
         return True
-    try:
-        tree = ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _tree(path)
+    if tree is None:
         return True  # validate and the preflight scan report it
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if any(m.split(".")[0] == "smtrain_tf" for m in modules):
@@ -137,9 +147,7 @@ def declared(spec: Spec, base_dir: Path) -> tuple[str, ...]:
     """The spec's `metrics:` and the code's literal ones, without loss and accuracy, each once."""
     found = list(spec.metrics)
     path = _compiling_file(spec, base_dir)
-    if path is not None and path.is_file():
-        try:
-            found += names_in_source(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            pass  # validate reports a file it cannot read
+    tree = _tree(path) if path is not None and path.is_file() else None
+    if tree is not None:
+        found += _names_in_tree(tree)
     return tuple(dict.fromkeys(n for n in found if n not in BUILT_IN))

@@ -19,6 +19,7 @@ from smtrain_tf.models.names import BUILT_INS, is_hook
 from smtrain.plan.distribution import version_tuple
 from smtrain.spec.model import LoadedSpec
 from smtrain.spec.problems import Problem
+from smtrain.spec.python_file import read_python
 
 # entrypoints/README.md: the program runs on TensorFlow 2.11-2.21 and Python 3.9 or newer.
 MIN_TF, MAX_TF = (2, 11), (2, 21)
@@ -78,6 +79,15 @@ def _defines(tree: ast.Module, name: str) -> bool:
     return False
 
 
+def _hook_file(loaded: LoadedSpec, hook: str) -> Path | None:
+    """The module file of a `module:function` hook in code.source_dir, or None."""
+    source_dir = loaded.spec.code.source_dir
+    if not source_dir:
+        return None
+    base = loaded.path(source_dir).joinpath(*hook.split(":")[0].split("."))
+    return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+
+
 def _hook(loaded: LoadedSpec, hook: str, kind: str = "model") -> list[Problem]:
     """A `module:function` hook (training.model or training.data) must name a function that exists in
     code.source_dir (read, not run)."""
@@ -86,20 +96,21 @@ def _hook(loaded: LoadedSpec, hook: str, kind: str = "model") -> list[Problem]:
     if not source_dir:
         return []  # the spec itself asks for code.source_dir with a hook
     module, function = hook.split(":")
-    root = loaded.path(source_dir)
-    base = root.joinpath(*module.split("."))
-    candidates = [base.with_suffix(".py"), base / "__init__.py"]
-    path = next((p for p in candidates if p.is_file()), None)
+    path = _hook_file(loaded, hook)
     if path is None:
         code = "the code.git checkout" if loaded.spec.code.git else "code.source_dir"  # (its cache directory)
         return [loaded.problem(where, f"{kind} hook {hook}: no {Path(*module.split('.')).with_suffix('.py')} "
                                       f"in {code} ({source_dir})")]
     try:
-        tree = ast.parse(path.read_bytes(), str(path))
-    except SyntaxError as exc:
-        return [loaded.problem(where, f"{kind} hook {hook}: {path.name} line {exc.lineno}: {exc.msg}")]
-    except (OSError, ValueError) as exc:
-        return [loaded.problem(where, f"{kind} hook {hook}: cannot read {path.name}: {exc}")]
+        read = read_python(path)
+    except OSError as exc:
+        return [loaded.problem(where, f"{kind} hook {hook}: cannot read {path.name}: {exc.strerror or exc}")]
+    if read.syntax_error is not None:
+        exc = read.syntax_error
+        return [loaded.problem(where, f"{kind} hook {hook}: {path.name} line {exc.lineno or 1}: {exc.msg}")]
+    tree = read.tree
+    if tree is None:
+        return []  # too large or deep to read: _unread_hooks() says so; the job's import decides
     if not _defines(tree, function):
         names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         return [loaded.problem(where, f"{kind} hook {hook}: {path.name} defines no {function}"
@@ -134,7 +145,24 @@ def _unknown_hyperparameters(loaded: LoadedSpec) -> list[Problem]:
             if name not in ENTRYPOINT_HYPERPARAMETERS]
 
 
+def _unread_hooks(loaded: LoadedSpec) -> list[Problem]:
+    """A hook module too large or too deeply nested to read: its function is not checked (advice only)."""
+    found = []
+    for kind, hook in (("model", loaded.spec.training.model), ("data", loaded.spec.training.data)):
+        path = _hook_file(loaded, hook) if is_hook(hook) else None
+        if path is None:
+            continue
+        try:
+            skipped = read_python(path).skipped
+        except OSError:
+            continue  # _hook reports it
+        if skipped:
+            found.append(loaded.problem(("training", kind), f"{kind} hook {hook}: {path.name}: {skipped}; "
+                                                            f"whether it defines {hook.split(':')[1]} was not checked"))
+    return found
+
+
 def check(loaded: LoadedSpec, tf_version: str | None, py_version: str | None) -> tuple[list[Problem], list[Problem]]:
     """(errors, warnings) for a job that runs the bundled entrypoint."""
     errors = _tensorflow(loaded, tf_version, py_version) + _channels(loaded) + _model(loaded) + _data(loaded)
-    return errors, _unknown_hyperparameters(loaded)
+    return errors, _unknown_hyperparameters(loaded) + _unread_hooks(loaded)

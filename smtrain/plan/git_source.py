@@ -16,18 +16,28 @@ The cache, $XDG_CACHE_HOME/smtrain/git/<sha256 of the address>/ (else ~/.cache/.
                        refs/smtrain/pins/* every commit checked out (so no gc drops it)
     trees/<commit>/    one checkout per commit, made once (under a temporary name, then renamed) and never
                        changed: two runs of different commits never share a working tree
+    lock               held (fcntl) while a run fetches, pins and checks out: concurrent runs (a tuning
+                       run's trials, CI jobs) wait for each other rather than race on the same refs
 
 Network: a commit already in the cache is used without fetching; a branch is fetched each run (once per
 process); a local repository (a path, or file://) is read, never fetched over a network. `validate`
 passes fetch=False: then a remote repository is used only as far as the cache answers, with a note.
 
+Credentials: git is given an http(s) URL without its user and password; a credential helper given on
+git's command line (its text names two variables, never their values) answers git's question from the
+git process's environment. No argument of any process carries them (`ps` shows arguments to every
+user), and nothing is written to disk: the user's own helpers are not asked, nor told to store them.
+
 Errors: a spec problem at code.git.* (exit 2) for what the spec names wrongly (a branch, a commit, a
-directory, a local path); UserError with exit 4 for a remote that cannot be reached or read. Addresses
-are shown without their credentials, and git's own messages pass through smtrain.redact.
+directory, a local path, a code.requirements path out of the checkout); UserError with exit 4 for a remote
+that cannot be reached or read; never either for a race with another run (see lock above; git's own lock
+errors are retried). Addresses are shown without their credentials, and git's own messages pass through
+smtrain.redact.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -35,10 +45,17 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from time import sleep
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+try:
+    import fcntl
+except ImportError:  # Windows: git's own lock errors are retried instead
+    fcntl = None  # type: ignore[assignment]
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
@@ -56,6 +73,20 @@ _SCP = re.compile(r"[^/@:]+@[^/:]+:")  # git@github.com:owner/repo.git
 _NOT_FETCHED = "validate does not fetch it; `smtrain plan` does, and checks the code"
 # Never wait for a password prompt: a job spec runs unattended (CI) as often as at a terminal.
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+# A URL's user and password reach git the way a credential helper gives them: from these variables of the
+# git process (which only its user can read), never on a command line, where every user's `ps` shows them.
+_USER_VARIABLE, _PASSWORD_VARIABLE = "SMTRAIN_GIT_USERNAME", "SMTRAIN_GIT_PASSWORD"
+# The first empty value drops the helpers the user configured: the URL's credentials are the ones to use
+# (as git does with a URL that carries them), and none is handed to a helper that stores what it is given.
+_CREDENTIAL_HELPER = ("-c", "credential.helper=", "-c",
+                      f"credential.helper=!f() {{ if [ \"$1\" = get ]; then printf 'username=%s\\npassword=%s\\n' "
+                      f"\"${_USER_VARIABLE}\" \"${_PASSWORD_VARIABLE}\"; fi; }}; f")
+# Schemes whose transport takes a user and password (git's http.c); ssh takes the user from the URL.
+_PASSWORD_SCHEMES = ("http", "https", "ftp", "ftps")
+# What git says when another git holds a lock in the cache's repository (a run without fcntl, the user's
+# own `git gc`): a race, retried, never the spec's fault.
+_LOCKED = re.compile(r"cannot lock ref|Unable to create '[^']*\.lock'|unable to update local ref")
+_LOCK_RETRIES = (0.1, 0.3, 1.0)  # seconds before each retry
 # Branches resolved in this process: (cache key, branch or "") -> (commit, branch name). A tuning run plans
 # many trials; they all take the commit the first one found.
 _resolved: dict[tuple[str, str], tuple[str, str | None]] = {}
@@ -72,6 +103,7 @@ class GitCheckout:
     directory: str | None
     root: Path | None  # the code's directory in the checkout
     note: str | None = None  # how it was resolved, when that is worth saying
+    checkout: Path | None = None  # the checkout's top directory (root is inside it)
 
     def summary(self) -> dict[str, Any]:
         return {"repository": self.repository, "branch": self.branch, "default_branch": self.default_branch,
@@ -130,15 +162,53 @@ class _GitFailed(Exception):
         return mask_text((fatal or lines or ["git failed"])[-1])
 
 
-def _git(*args: str, cwd: Path | None = None) -> str:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="replace",
-                              env={**os.environ, **_GIT_ENV, **_ssh_batch()}, stdin=subprocess.DEVNULL, check=False)
-    except FileNotFoundError:
-        raise _NoGit from None
-    if done.returncode != 0:
-        raise _GitFailed(done.stderr)
-    return done.stdout
+def _git(*args: str, cwd: Path | None = None, credentials: dict[str, str] | None = None) -> str:
+    """git's stdout; `credentials`: the user and password for the remote, given by a helper (see above)."""
+    helper = _CREDENTIAL_HELPER if credentials else ()
+    env = {**os.environ, **_GIT_ENV, **_ssh_batch(), **(credentials or {})}
+    for wait in (*_LOCK_RETRIES, None):
+        try:
+            done = subprocess.run(["git", *helper, *args], cwd=cwd, capture_output=True, text=True,
+                                  errors="replace", env=env, stdin=subprocess.DEVNULL, check=False)
+        except FileNotFoundError:
+            raise _NoGit from None
+        if done.returncode == 0:
+            return done.stdout
+        if wait is None or not _LOCKED.search(done.stderr):
+            raise _GitFailed(done.stderr)
+        sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _without_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """The URL git is given, and the user and password it gets from the helper.
+
+    http(s) and ftp(s): the URL without its user and password, which the helper supplies (decoded, as git
+    decodes them). Other schemes (ssh://user@host) keep the user, which their transport needs, and drop a
+    password, which they never use.
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    if parts.scheme.lower() in _PASSWORD_SCHEMES:
+        remember({"password": unquote(password or user)})  # as git may show it: decoded
+        return urlunsplit(parts._replace(netloc=host)), {_USER_VARIABLE: unquote(user),
+                                                         _PASSWORD_VARIABLE: unquote(password)}
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host)), {}
+
+
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    """One smtrain run at a time in a cache directory: concurrent fetches of a moving branch (a tuning run's
+    trials, CI jobs) would otherwise fail to update the same refs. Held while a run fetches, pins and checks
+    out; the wait is the other run's fetch, which this run would have made too."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "lock", "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # the lock goes with the file's close
 
 
 def _ssh_batch() -> dict[str, str]:
@@ -160,7 +230,11 @@ class _Resolver:
         assert git is not None
         self.loaded, self.git, self.fetch = loaded, git, fetch
         self.remote = is_remote(git.repository)
-        self.address = git.repository if self.remote else self._local_address()
+        self.credentials: dict[str, str] = {}
+        if self.remote and _URL.match(git.repository):
+            self.address, self.credentials = _without_credentials(git.repository)
+        else:
+            self.address = git.repository if self.remote else self._local_address()
         self.shown = shown(git.repository)
         self.key = hashlib.sha256(self._key_text().encode()).hexdigest()[:24]
         self.home = cache_root() / self.key
@@ -175,6 +249,9 @@ class _Resolver:
     def _key_text(self) -> str:
         # The address without credentials: a new token reuses the cache.
         return shown(self.address) if self.remote else self.address
+
+    def _remote_git(self, *args: str) -> str:
+        return _git(*args, credentials=self.credentials)
 
     def problem(self, field: str, message: str) -> SpecError:
         return SpecError([self.loaded.problem(("code", "git", field), message)])
@@ -192,11 +269,12 @@ class _Resolver:
                 raise self.problem("repository", f"no such directory: {self.git.repository}")
         if not self.fetch and self.remote and not self.repo.is_dir():
             return self._unresolved(_NOT_FETCHED)
-        self._ensure_repo()
-        commit, branch, note = self._commit()
-        if commit is None:
-            return self._unresolved(note)
-        tree = self._tree(commit)
+        with _locked(self.home):
+            self._ensure_repo()
+            commit, branch, note = self._commit()
+            if commit is None:
+                return self._unresolved(note)
+            tree = self._tree(commit)
         root = tree
         directory = self.git.directory
         if directory not in (None, "", "."):
@@ -205,7 +283,7 @@ class _Resolver:
             if not root.is_dir() or not (real + os.sep).startswith(os.path.realpath(tree) + os.sep):
                 raise self.problem("directory", f"no directory {directory} in {self.shown} at {commit[:12]}")
         return GitCheckout(self.shown, branch, self.git.branch is None and self.git.commit is None, commit,
-                           directory, root, note)
+                           directory, root, note, tree)
 
     def _unresolved(self, note: str | None) -> GitCheckout:
         return GitCheckout(self.shown, self.git.branch, self.git.branch is None and self.git.commit is None,
@@ -214,7 +292,6 @@ class _Resolver:
     def _ensure_repo(self) -> None:
         if self.repo.is_dir():
             return
-        self.home.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="repo.", dir=self.home))
         _git("init", "--quiet", "--bare", str(tmp))
         try:
@@ -233,7 +310,7 @@ class _Resolver:
             return None
 
     def _fetch(self, *refspecs: str) -> None:
-        self._in_repo("fetch", "--quiet", "--no-tags", "--", self.address, *refspecs)
+        self._remote_git("--git-dir", str(self.repo), "fetch", "--quiet", "--no-tags", "--", self.address, *refspecs)
 
     def _commit(self) -> tuple[str | None, str | None, str | None]:
         """(commit, branch, note)."""
@@ -274,7 +351,7 @@ class _Resolver:
 
     def _default_branch(self) -> str:
         try:
-            out = _git("ls-remote", "--symref", "--", self.address, "HEAD")
+            out = self._remote_git("ls-remote", "--symref", "--", self.address, "HEAD")
         except _GitFailed as exc:
             raise self.unreachable(exc) from None
         found = re.search(r"^ref: refs/heads/(\S+)\s+HEAD$", out, re.MULTILINE)
@@ -360,13 +437,29 @@ def resolve(loaded: LoadedSpec, *, fetch: bool = True) -> tuple[LoadedSpec, GitC
     found = checkout(loaded, fetch=fetch)
     if found is None or found.root is None:
         return loaded, found
-    problems: list[Problem] = code_file_problems(loaded, found.root, f"{found.repository} at {found.commit[:12]}"
-                                                 if found.commit else found.repository)
+    where = f"{found.repository} at {found.commit[:12]}" if found.commit else found.repository
+    problems: list[Problem] = [*code_file_problems(loaded, found.root, where),
+                               *_requirements_outside(loaded, found, where)]
     if problems:
         raise SpecError(problems)
     spec = loaded.spec
     code = spec.code.model_copy(update={"source_dir": str(found.root)})
     return dataclasses.replace(loaded, spec=spec.model_copy(update={"code": code})), found
+
+
+def _requirements_outside(loaded: LoadedSpec, found: GitCheckout, where: str) -> list[Problem]:
+    """A relative code.requirements is read from the checkout, beside the code: a path that leaves the checkout
+    would read smtrain's cache, never a file of the user's. (Links are the bundle's to judge: it names where
+    one leads.)"""
+    name = loaded.spec.code.requirements
+    if not name or os.path.isabs(name) or found.root is None or found.checkout is None:
+        return []
+    top = os.path.abspath(found.checkout)
+    path = os.path.normpath(os.path.join(found.root, name))
+    if path == top or path.startswith(top.rstrip(os.sep) + os.sep):
+        return []
+    return [loaded.problem(("code", "requirements"), f"{name} is not inside {where}: with code.git, "
+                           "code.requirements names a file of the repository, relative to code.git.directory")]
 
 
 def plan_environment(loaded: LoadedSpec, git: GitCheckout,

@@ -28,14 +28,16 @@ from smtrain.plan import preflight_io, preflight_keras, preflight_rules
 from smtrain.plan.distribution import version_tuple
 from smtrain.plan.preflight_names import Names
 from smtrain.plan.preflight_rules import ERROR, WARNING, Hit, JobContext
+from smtrain.spec.python_file import MAX_BYTES, read_python, walk
 from smtrain.spec.script_args import ScriptArgs, script_args
 
 if TYPE_CHECKING:
     from smtrain.plan.build import Plan
 
-# A file larger than this is data or generated code, not a training script: not read.
-MAX_FILE_BYTES = 2 * 1024 * 1024
-
+NOTE = "note"  # a file the scan did not read (too large, too deep, past MAX_SCAN_BYTES): said, never blocks
+# All the Python one scan reads, the files that run first: a source_dir that vendors a library holds
+# megabytes of it, and every megabyte costs seconds and hundreds of MB of memory to parse and walk.
+MAX_SCAN_BYTES = 1_000_000
 
 @dataclass(frozen=True)
 class Finding:
@@ -50,11 +52,18 @@ class Finding:
     def is_error(self) -> bool:
         return self.severity == ERROR
 
+    @property
+    def is_note(self) -> bool:
+        """Not a finding about the code: a file the scan did not read, and why (never blocks, not even --strict)."""
+        return self.severity == NOTE
+
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message, "fix": self.fix,
                 "severity": self.severity}
 
     def render(self, label: str | None = None) -> str:
+        if self.is_note:
+            return f"note: {self.file}: {self.message}"
         return f"{self.file}:{self.line}: {label or self.severity}: {self.message} (fix: {self.fix})"
 
 
@@ -74,7 +83,8 @@ def context_of(plan: Plan) -> JobContext:
 class _Parsed:
     rel: str
     tree: ast.Module | None
-    problem: Hit | None  # why it could not be read
+    problem: Hit | None  # why it could not be read: a finding
+    skipped: str | None = None  # not read (too large, too deep): a note, no finding
 
 
 def _python_tag(py_version: str | None) -> tuple[int, int] | None:
@@ -84,34 +94,35 @@ def _python_tag(py_version: str | None) -> tuple[int, int] | None:
     return None
 
 
-def _parse(rel: str, path: Path, container: tuple[int, int] | None) -> _Parsed | None:
+def _parse(rel: str, path: Path, container: tuple[int, int] | None) -> _Parsed:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
+        read = read_python(path)
     except OSError as exc:
         return _Parsed(rel, None, Hit(1, "unreadable", f"cannot be read: {exc.strerror or exc}",
                                       "make the file readable, or leave it out with .smtrainignore"))
+    if read.skipped is not None:
+        return _Parsed(rel, None, None, read.skipped)
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    try:
-        tree = ast.parse(data, filename=rel)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        line = getattr(exc, "lineno", None) or 1
-        reason = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+    if read.syntax_error is not None:
+        exc = read.syntax_error
         note = ""
         if container and container > sys.version_info[:2]:
             note = f"; the container's Python {container[0]}.{container[1]} may accept it"
-        return _Parsed(rel, None, Hit(line, "syntax-error", f"cannot be parsed by Python {here}: {reason}{note}",
+        return _Parsed(rel, None, Hit(exc.lineno or 1, "syntax-error",
+                                      f"cannot be parsed by Python {here}: {exc.msg or exc}{note}",
                                       "fix the syntax: a file that does not parse fails the job where it is imported"))
+    tree = read.tree
     if container and container < sys.version_info[:2] and container >= (3, 7):
         try:
-            ast.parse(data, filename=rel, feature_version=container)
+            ast.parse(read.data, filename=rel, feature_version=container)
         except SyntaxError as exc:
             return _Parsed(rel, tree, Hit(exc.lineno or 1, "python-version",
                                           f"uses syntax newer than the container's Python {container[0]}."
                                           f"{container[1]}: {exc.msg}",
                                           "write it for that Python, or choose a newer tensorflow.version "
                                           "(its image has a newer Python)"))
+        except (RecursionError, MemoryError):
+            pass  # read once already within the bounds; the older grammar is not worth a failure
     return _Parsed(rel, tree, None)
 
 
@@ -130,7 +141,7 @@ def _imports(tree: ast.AST, rel: str, known: set[str]) -> set[str]:
     here = PurePosixPath(rel).parent
     roots = {PurePosixPath("."), here}
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         names: list[str] = []
         bases = roots
         if isinstance(node, ast.Import):
@@ -214,40 +225,78 @@ def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobC
 
 def _read(entry_point: str, files: Sequence[tuple[str, Path]], py_version: str | None
           ) -> tuple[dict[str, _Parsed], list[str]]:
-    """Every file parsed, and the ones that run (the entry point first)."""
+    """Every file parsed (the entry point first, then by path) until MAX_SCAN_BYTES are read, and the ones
+    that run (the entry point first)."""
     container = _python_tag(py_version)
     parsed: dict[str, _Parsed] = {}
-    for rel, path in files:
+    budget, unread = MAX_SCAN_BYTES, []
+    for rel, path in sorted(files, key=lambda item: (item[0] != entry_point, item[0])):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # _parse says why it cannot be read
+        if budget < size <= MAX_BYTES:
+            unread.append(rel)
+            continue
         result = _parse(rel, path, container)
-        if result is not None:
-            parsed[rel] = result
+        if result.tree is not None:
+            budget -= size
+        parsed[rel] = result
+    if unread:
+        first = unread[0]
+        more = f" and {len(unread) - 1} more file{'s' if len(unread) > 2 else ''}" if len(unread) > 1 else ""
+        parsed[first] = _Parsed(first, None, None, f"not read{more}: the scan reads {MAX_SCAN_BYTES // 10**6} MB "
+                                                   "of Python in all, the entry point first")
     return parsed, _running(entry_point, parsed)
+
+
+def _note(item: _Parsed) -> Finding:
+    message = item.skipped or ""
+    return Finding(item.rel, 1, "not-read", f"{message}; the preflight scan skipped it", "", NOTE)
+
+
+def _rule_hits(tree: ast.Module, runs: bool, job: JobContext, model_dir: str | None) -> list[Hit]:
+    """The API rules' hits in a file; with the job's rules for a file that runs."""
+    names = Names(tree)
+    found = list(preflight_rules.api_hits(tree, names))
+    if runs:
+        for rule in (preflight_rules.strategy_hits, preflight_rules.fit_hits, preflight_io.path_hits,
+                     preflight_io.save_hits, preflight_keras.lr_hits, preflight_keras.save_format_hits,
+                     preflight_rules.wrap_strategy_hits, preflight_rules.job_shape_hits):
+            found += rule(tree, names, job)
+        found += preflight_rules.cuda_hits(tree, names)
+        found += preflight_io.opt_ml_hits(tree, names)
+        found += preflight_io.model_dir_hits(tree, names, job, model_dir)
+    return found
 
 
 def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobContext,
                py_version: str | None = None) -> list[Finding]:
     """Every finding for a job whose code is `files` ((relative path, file)), run as `entry_point`."""
     parsed, running = _read(entry_point, files, py_version)
-    model_dir = _model_dir_dest(_script_args(running, parsed)[0])
+    try:
+        model_dir = _model_dir_dest(_script_args(running, parsed)[0])
+    except (RecursionError, MemoryError):
+        model_dir = None
     hits: dict[str, list[Hit]] = {rel: [] for rel in parsed}
     for rel, item in parsed.items():
         if item.problem is not None:
             hits[rel].append(item.problem)
         if item.tree is None:
             continue
-        names = Names(item.tree)
-        hits[rel] += preflight_rules.api_hits(item.tree, names)
-        if rel in running:
-            for rule in (preflight_rules.strategy_hits, preflight_rules.fit_hits, preflight_io.path_hits,
-                         preflight_io.save_hits, preflight_keras.lr_hits, preflight_keras.save_format_hits,
-                         preflight_rules.wrap_strategy_hits, preflight_rules.job_shape_hits):
-                hits[rel] += rule(item.tree, names, job)
-            hits[rel] += preflight_rules.cuda_hits(item.tree, names)
-            hits[rel] += preflight_io.opt_ml_hits(item.tree, names)
-            hits[rel] += preflight_io.model_dir_hits(item.tree, names, job, model_dir)
-    for rel, hit in _argparse_findings(running, parsed, job):
+        try:
+            hits[rel] += _rule_hits(item.tree, rel in running, job, model_dir)
+        except (RecursionError, MemoryError):  # bounded by MAX_DEPTH; this is the guard behind it
+            item.skipped = "too deeply nested to scan"
+            hits[rel] = []
+    try:
+        argparse_hits = _argparse_findings(running, parsed, job)
+    except (RecursionError, MemoryError):
+        argparse_hits = []
+    for rel, hit in argparse_hits:
         hits[rel].append(hit)
     findings = [f for rel, found in hits.items() for f in _grouped(rel, found)]
+    findings += [_note(item) for item in parsed.values() if item.skipped]
     # The entry point first, then the files that run, then the rest; each by line.
     rank = {rel: i for i, rel in enumerate(running)}
     return sorted(findings, key=lambda f: (rank.get(f.file, len(rank)), f.file, f.line, f.rule))
@@ -294,7 +343,11 @@ def stand_ins(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[StandIn]:
         tree = parsed[rel].tree
         if tree is None:
             continue
-        for built in preflight_rules.strategies_of(tree, Names(tree)):
+        try:
+            built_here = list(preflight_rules.strategies_of(tree, Names(tree)))
+        except (RecursionError, MemoryError):
+            continue  # the scan says the file was not read
+        for built in built_here:
             if built.name in preflight_rules.WRAP_STANDS_FOR and not built.explicit:
                 found.append(StandIn(rel, built.line, built.call, _job_strategy(plan)))
     rank = {rel: i for i, rel in enumerate(running)}

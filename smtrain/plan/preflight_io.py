@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from smtrain.plan.preflight_names import Names, leaf, parents
 from smtrain.plan.preflight_rules import MPI_STRATEGIES, Hit, JobContext
 from smtrain.spec.problems import brief
+from smtrain.spec.python_file import walk
 
 LOADS = frozenset({
     "open", "load", "loadtxt", "genfromtxt", "fromfile", "memmap", "read_csv", "read_table", "read_parquet",
@@ -63,7 +64,7 @@ class _Paths:
     def __init__(self, tree: ast.AST, names: Names) -> None:
         self.names = names
         values_of: dict[str, list[ast.expr]] = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -146,7 +147,7 @@ def _message(path: str, kind: str) -> str:
 
 def path_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
     paths = _Paths(tree, names)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         function = leaf(node.func)
@@ -215,7 +216,7 @@ def _ends_early(statement: ast.stmt) -> bool:
 
 def _calls_of(function: str, tree: ast.AST) -> list[ast.Call]:
     """Calls of a function or method of this name: `save_model(...)`, `self.save_model(...)`."""
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and leaf(n.func) == function
+    return [n for n in walk(tree) if isinstance(n, ast.Call) and leaf(n.func) == function
             and isinstance(n.func, (ast.Name, ast.Attribute))]
 
 
@@ -256,7 +257,7 @@ def save_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
         if job.strategy != "parameter_server":
             fix += "; or set code.wrap: true, which sends the other workers' saves to a temporary directory"
         who = f"every one of the {job.nodes} workers"
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and _saves_a_model(node, names) and not _guarded(node, tree, parent_of):
             yield Hit(node.lineno, "save-every-worker",
                       f"{who} saves the model here: they write over one another in SM_MODEL_DIR, so the "
@@ -276,7 +277,7 @@ class _FromOption:
     def __init__(self, tree: ast.AST, dest: str) -> None:
         self.dest = dest
         values: dict[str, list[ast.expr]] = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 values.setdefault(node.targets[0].id, []).append(node.value)
         self.variables: set[str] = set()
@@ -308,7 +309,7 @@ def model_dir_hits(tree: ast.AST, names: Names, job: JobContext, dest: str | Non
     if dest is None or job.strategy in MPI_STRATEGIES:
         return
     built = _FromOption(tree, dest)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         function = leaf(node.func)
@@ -340,7 +341,7 @@ def opt_ml_hits(tree: ast.AST, names: Names) -> Iterator[Hit]:
     the script on this machine, where it reads or writes this machine's /opt/ml instead of the job's."""
     paths = _Paths(tree, names)
     parent_of = parents(tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
             continue
         text = node.value

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from smtrain.plan.preflight_io import may_be_a_model
 from smtrain.plan.preflight_names import Names, leaf, parents
 from smtrain.plan.preflight_rules import ERROR, WARNING, Hit, JobContext, legacy_keras
+from smtrain.spec.python_file import walk
 from smtrain.spec.script_reads import conditional
 
 # keras.optimizers' classes (Keras 2 and 3, legacy included): `lr` was Keras 2's alias of learning_rate.
@@ -39,7 +40,7 @@ def lr_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
     if not applies(tree, names, job):
         return
     parent_of = parents(tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and any(k.arg == "lr" for k in node.keywords):
             optimizer = _optimizer(node, names)
             if optimizer:
@@ -62,7 +63,7 @@ class _Tails:
 
     def __init__(self, tree: ast.AST) -> None:
         values: dict[str, list[ast.expr]] = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 values.setdefault(node.targets[0].id, []).append(node.value)
         self.values = {name: found[0] for name, found in values.items() if len(found) == 1}
@@ -111,7 +112,7 @@ def save_format_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[H
         return
     tails = _Tails(tree)
     parent_of = parents(tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         path = _saved_path(node, names)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from smtrain.spec.python_file import walk
 from smtrain.spec.script_reads import parents_of
 
 # Names a snippet uses without importing them, as everyone writes them.
@@ -34,7 +35,7 @@ class Names:
     def __init__(self, tree: ast.AST) -> None:
         self.aliases: dict[str, str] = {}
         self.imported: set[str] = set()  # full module names imported anywhere in the file
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.imported.add(alias.name)
@@ -68,7 +69,7 @@ class Names:
 
 def references(tree: ast.AST, names: Names) -> Iterator[tuple[str, int]]:
     """Every dotted name the file mentions, in one spelling, with its line: imports, names, attributes."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield canonical(alias.name), node.lineno

@@ -16,6 +16,7 @@ from typing import Any
 
 from smtrain.plan.distribution import HOROVOD_MAX_TF, version_tuple
 from smtrain.plan.preflight_names import Names, leaf, references
+from smtrain.spec.python_file import walk
 from smtrain.spec.script_args import ScriptArgs
 from smtrain.spec.script_reads import conditional, parents_of, script_reads
 
@@ -96,7 +97,7 @@ def api_hits(tree: ast.AST, names: Names) -> Iterator[Hit]:
 
 def strategies_built(tree: ast.AST, names: Names) -> Iterator[tuple[str, int]]:
     """(MirroredStrategy | MultiWorkerMirroredStrategy | ParameterServerStrategy, line) of each call."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             name = names.qualified(node.func) or ""
             last = name.rsplit(".", 1)[-1]
@@ -152,7 +153,7 @@ def strategies_of(tree: ast.AST, names: Names, with_nodes: bool = False) -> Iter
     """Every tf.distribute strategy the file builds, with whether it names its own devices (BuiltStrategy;
     with_nodes: (BuiltStrategy, its call))."""
     known = (*WRAP_STANDS_FOR, *_REFUSED_UNDER_WRAP)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             name = names.qualified(node.func) or ""
             last = name.rsplit(".", 1)[-1]
@@ -244,7 +245,7 @@ def legacy_keras(tree: ast.AST, names: Names) -> bool:
     """Keras 2 on a new TensorFlow: tf_keras imported, or TF_USE_LEGACY_KERAS set by the script."""
     if any(m == "tf_keras" or m.startswith("tf_keras.") for m in names.imported):
         return True
-    return any(isinstance(n, ast.Constant) and n.value == "TF_USE_LEGACY_KERAS" for n in ast.walk(tree))
+    return any(isinstance(n, ast.Constant) and n.value == "TF_USE_LEGACY_KERAS" for n in walk(tree))
 
 
 def fit_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
@@ -257,7 +258,7 @@ def fit_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
         strategy = "MultiWorkerMirroredStrategy" if "MultiWorkerMirroredStrategy" in built else "ParameterServerStrategy"
     else:
         return
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "fit"):
             continue
         receiver = node.func.value
@@ -304,7 +305,7 @@ def _sets_cuda(node: ast.AST, names: Names) -> bool:
 
 
 def cuda_hits(tree: ast.AST, names: Names) -> Iterator[Hit]:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if _sets_cuda(node, names):
             yield Hit(getattr(node, "lineno", 1), "cuda-visible-devices",
                       "the script sets CUDA_VISIBLE_DEVICES: it hides GPUs the instance has and the job pays for",

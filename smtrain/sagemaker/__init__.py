@@ -8,7 +8,8 @@
     aws.py        boto3 sessions, retries and timeouts; AWS errors as one actionable line
     quotas.py     Service Quotas before spending: each instance choice's quota, and what running jobs hold
     backend.py    describe / list / logs / stop of SageMaker jobs, their TensorBoard event files (SageMakerBackend)
-    event_files.py  where SageMaker keeps a job's TensorBoard event files; downloaded to a directory here
+    event_files.py  where SageMaker keeps a job's TensorBoard event files; those files alone downloaded to a
+                  directory here that is smtrain's, never over a file smtrain did not write
     tuning.py     the SDK's HyperparameterTuner over the same estimator: dry run (the intercepted
                   CreateHyperParameterTuningJob) and tune()
     tuning_jobs.py  describe (trials, the best one) / list / stop / logs of tuning jobs; the lifecycle

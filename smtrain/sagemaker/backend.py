@@ -223,14 +223,16 @@ class SageMakerBackend:
         return job_from_description(self.description(name), self.region)
 
     def event_files(self, name: str, directory: Path | None = None) -> EventFiles:
-        """The job's TensorBoard event files, downloaded from S3 into `directory` (default: this user's cache)."""
-        from smtrain.sagemaker.event_files import default_directory, download, event_files_uri
+        """The job's TensorBoard event files, downloaded from S3 into `directory` (default: this user's cache).
+        A directory that is not smtrain's, not empty and not downloaded into before is refused first (exit 2)."""
+        from smtrain.sagemaker.event_files import claim, default_directory, download, event_files_uri
 
+        cache = default_directory(name)
+        place = claim(directory or cache, owned=directory in (None, cache))
         uri = event_files_uri(self.description(name))
-        target = directory or default_directory(name)
         with api_errors(f"download the TensorBoard event files of {name} from {uri}"):
-            count = download(self._session.client("s3"), uri, target)
-        return EventFiles(name, uri, target, count)
+            count, notes = download(self._session.client("s3"), uri, place)
+        return EventFiles(name, uri, place.path, count, notes)
 
     def metrics(self, name: str, host: str | None = None) -> JobMetrics:
         """The job's metric series for `host` (default algo-1), one point per epoch, from CloudWatch."""

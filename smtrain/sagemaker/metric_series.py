@@ -17,8 +17,10 @@ Epochs: CloudWatch keeps values with timestamps, not epochs. :func:`by_epoch` gi
 of the ``train:epoch`` value of the same timestamp (the same log line locally and in a per-second read;
 the same minute in a per-minute one, where train:epoch is read with the Maximum statistic: the last epoch
 that ended in that minute, the other metrics being that minute's Average). A point without one is a
-`progress` line's (it matches the train:* regexes too) and is left out. A job whose lines carry no
-train:epoch counts epochs by order instead: each distinct timestamp is the next epoch.
+`progress` line's (it matches the train:* regexes too) and is left out. The epoch is the number logged, as
+it is (0 and negative ones included): a train:epoch value that is no whole number (nan, 2.5, 1e300) makes
+its timestamp no epoch's. A job whose lines carry no train:epoch counts epochs by order instead: each
+distinct timestamp is the next epoch. A value is kept as read, nan and inf included (a local log has them).
 
 boto3 is never imported here: the CloudWatch client is handed in.
 """
@@ -26,6 +28,7 @@ boto3 is never imported here: the CloudWatch client is handed in.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -52,7 +55,7 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
     points = {name: sorted(values, key=lambda p: p[0]) for name, values in raw.items()}
     epochs = points.pop(EPOCH, [])
     if epochs:
-        epoch_at = {stamp: int(round(value)) for stamp, value in epochs}
+        epoch_at = {stamp: int(value) for stamp, value in epochs if _whole(value)}
     else:
         stamps = sorted({stamp for values in points.values() for stamp, _ in values})
         epoch_at = {stamp: n for n, stamp in enumerate(stamps, start=1)}
@@ -66,6 +69,11 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
         if kept:
             series.append(MetricSeries(name, tuple(kept[e] for e in sorted(kept))))
     return tuple(series)
+
+
+def _whole(value: float) -> bool:
+    # Within 2^53 a float holds every whole number exactly: past it an "epoch" is no count anyone logged.
+    return math.isfinite(value) and value.is_integer() and abs(value) <= 2**53
 
 
 def check_host(host: str | None, hosts: tuple[str, ...]) -> str:

@@ -12,6 +12,8 @@
     schema.py       the JSON Schema for editors (`smtrain schema`): the loader's rules and ${VAR} forms
     problems.py     Problem / SpecError: what is wrong, where (file:line:column and dotted field)
     units.py        sizes (GB, GiB), durations (90m, 6h, 1d), --since values
+    local_uri.py    the place on this machine a data URI names (file://, a path), for --local and the bundle
+    python_file.py  a user's Python file read with ast within bounds (size, depth), parsed once; why not
     script_args.py  the options a script's argparse declares and how it parses, read with ast
     script_reads.py what a script imports and reads that decides its job (Horovod, TF_CONFIG), read with ast
     starter.py      `smtrain init`: a commented starting spec for an existing script

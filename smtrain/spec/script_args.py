@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smtrain.spec.python_file import walk
+
 # Actions that take no value on the command line: `--flag value` fails (or silently ignores the value).
 NO_VALUE_ACTIONS = frozenset({"store_true", "store_false", "store_const", "append_const", "count", "help",
                               "version", "BooleanOptionalAction"})
@@ -185,7 +187,7 @@ def script_args(tree: ast.AST) -> ScriptArgs:
     parses: list[ParseCall] = []
     unread: list[int] = []
     makes_parser, allow_abbrev, inherits = False, True, False
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         method = _method(node)
@@ -213,9 +215,9 @@ def script_args(tree: ast.AST) -> ScriptArgs:
 def _parser_handed_on(tree: ast.AST) -> bool:
     """Whether a parser is passed to other code (`add_common_args(parser)`), which may declare options
     this file does not show."""
-    parsers = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+    parsers = {target.id for node in walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                and _is_parser_class(node.value.func) for target in node.targets if isinstance(target, ast.Name)}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and parsers:
             given = [*node.args, *(k.value for k in node.keywords)]
             if any(isinstance(arg, ast.Name) and arg.id in parsers for arg in given):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from smtrain.spec.python_file import parents_of, walk
+
 # The environment reads as scripts write them: os.environ.get("X"), os.getenv("X"), environ.get("X").
 _ENV_GETS = frozenset({"get", "getenv"})
 
@@ -52,15 +54,6 @@ def _required_tf_config(node: ast.AST) -> bool:
     return False
 
 
-def parents_of(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    """node -> the node that holds it."""
-    found: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            found[child] = node
-    return found
-
-
 def _main_guard(node: ast.AST) -> bool:
     """`if __name__ == "__main__":`: the script's own run always takes it."""
     test = getattr(node, "test", None)
@@ -74,12 +67,17 @@ def _calls_of(name: str, parent_of: dict[ast.AST, ast.AST]) -> list[ast.Call]:
             and node.func.id == name]
 
 
+# Calls followed from a function to its callers: a chain of thousands of small functions is generated code,
+# and following it all would exhaust Python's stack.
+_MAX_CALL_DEPTH = 20
+
+
 def conditional(node: ast.AST, parent_of: dict[ast.AST, ast.AST], _seen: frozenset[ast.AST] = frozenset()) -> bool:
     """Whether the script may not reach `node`, or goes on when it fails: under an if (but the
     `if __name__ == "__main__":` guard), a loop, a conditional expression, a match case, in the body of a
     try that handles errors (`try: TPUStrategy(...) except ValueError: MirroredStrategy()`), in a lambda,
-    or in a function that the file never calls where it surely runs (a function is followed to its calls:
-    `def main(): ...` called under the main guard runs)."""
+    or in a function that the file never calls where it surely runs (a function is followed to its calls,
+    20 deep: `def main(): ...` called under the main guard runs)."""
     child, parent = node, parent_of.get(node)
     while parent is not None:
         if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test and not _main_guard(parent):
@@ -89,8 +87,8 @@ def conditional(node: ast.AST, parent_of: dict[ast.AST, ast.AST], _seen: frozens
         if isinstance(parent, ast.Try) and parent.handlers and child in parent.body:
             return True
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if parent in _seen:
-                return True  # recursion: decided by the other calls
+            if parent in _seen or len(_seen) >= _MAX_CALL_DEPTH:
+                return True  # recursion (decided by the other calls), or too far to follow: may not run
             calls = _calls_of(parent.name, parent_of)
             return not any(not conditional(call, parent_of, _seen | {parent}) for call in calls)
         child, parent = parent, parent_of.get(parent)
@@ -101,7 +99,7 @@ def script_reads(tree: ast.AST) -> ScriptReads:
     """What the script surely does: an import or a read under a condition or a handled try is left out."""
     horovod, tf_config = [], []
     parent_of = parents_of(tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "horovod" for a in node.names):
             found = horovod
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level and (

@@ -23,6 +23,7 @@ import yaml
 
 from smtrain.spec import patterns
 from smtrain.spec.fields import is_line
+from smtrain.spec.python_file import read_python, walk
 from smtrain.spec.script_args import MISSING, ScriptArgs, script_args
 from smtrain.spec.script_reads import ScriptReads, script_reads
 
@@ -61,7 +62,7 @@ class ScriptFacts:
 def _channels(tree: ast.AST) -> tuple[str, ...]:
     """The channels the script reads, in the order it first names them."""
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         name = None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             match = re.fullmatch(r"SM_CHANNEL_([A-Z0-9_]+)", node.value)
@@ -75,12 +76,21 @@ def _channels(tree: ast.AST) -> tuple[str, ...]:
 
 
 def read_script(path: Path) -> ScriptFacts:
+    """What init learns from the script; nothing (and why) where it cannot be read: a syntax error, or a
+    file too large or too deeply nested to read (python_file.py)."""
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        line = getattr(exc, "lineno", None)
-        return ScriptFacts(parse_error=f"{getattr(exc, 'msg', None) or exc}" + (f" (line {line})" if line else ""))
-    return ScriptFacts(script_args(tree), _channels(tree), reads=script_reads(tree))
+        read = read_python(path)
+    except OSError as exc:
+        return ScriptFacts(parse_error=f"cannot read it: {exc.strerror or exc}")
+    if read.syntax_error is not None:
+        exc = read.syntax_error
+        return ScriptFacts(parse_error=f"{exc.msg or exc}" + (f" (line {exc.lineno})" if exc.lineno else ""))
+    if read.tree is None:
+        return ScriptFacts(parse_error=read.skipped)
+    try:
+        return ScriptFacts(script_args(read.tree), _channels(read.tree), reads=script_reads(read.tree))
+    except (RecursionError, MemoryError):  # bounded by python_file.MAX_DEPTH; the guard behind it
+        return ScriptFacts(parse_error="too deeply nested to read")
 
 
 def job_name(script: Path) -> str:

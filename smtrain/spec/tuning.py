@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Protocol, get_args, get_origin
 
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 
 from smtrain.spec.fields import AS_WRITTEN, LINE_CHARS, HyperValue, Line, duration, whole
 from smtrain.spec.problems import Path_, Problem, brief
+from smtrain.spec.units import LARGEST
 
 STRATEGIES = ("bayesian", "random", "hyperband", "grid")
 SCALINGS = ("auto", "linear", "logarithmic", "reverse_logarithmic")
@@ -31,6 +33,7 @@ MAX_TUNING_RUNTIME = 15768000
 # Metric names whose value gets better as it falls: their goal defaults to minimize.
 _LOWER_IS_BETTER = ("loss", "mae", "mse", "rmse", "mape", "error")
 SECTIONS = ("training", "hyperparameters")
+_LARGEST_FLOAT = sys.float_info.max
 
 _NUMBER_TEXT = r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*"
 
@@ -243,11 +246,14 @@ def _range_problems(loaded: _Loaded, key: str, tuning_range: RangeSpec, tuning: 
             error = _field_error(training_model, name, value)
             if error:
                 out.append(loaded.problem(where + (bound,), f"training.{name}: {error}"))
+    unrepresentable = _unrepresentable(loaded, where, kind, low, high, {p.path[-1] for p in out})
+    if unrepresentable:
+        return out + unrepresentable
     if kind == "integer":
         reported = {p.path[-1] for p in out}
         for bound, value in (("min", low), ("max", high)):
             if bound not in reported and not float(value).is_integer():
-                out.append(loaded.problem(where + (bound,), f"{value!r} is not a whole number (type: integer)"))
+                out.append(loaded.problem(where + (bound,), f"{brief(value)} is not a whole number (type: integer)"))
     if low >= high:
         out.append(loaded.problem(where + ("max",), f"max ({high}) must be more than min ({low})"))
     if tuning_range.scaling in ("logarithmic", "reverse_logarithmic") and low <= 0:
@@ -260,6 +266,31 @@ def _range_problems(loaded: _Loaded, key: str, tuning_range: RangeSpec, tuning: 
     if tuning.strategy == "hyperband" and name == "epochs":
         out.append(loaded.problem(where, "hyperband decides each trial's epochs itself (up to "
                                   "training.epochs): do not tune epochs"))
+    return out
+
+
+def _unrepresentable(loaded: _Loaded, where: Path_, kind: str, low: int | float, high: int | float,
+                     reported: set[str | int]) -> list[Problem]:
+    """Bounds no trial can be drawn between: a whole bound past 2^53 - 1, a real one past a float, or a real
+    range whose width overflows a float (-1e308..1e308 would draw its max for every trial)."""
+    out: list[Problem] = []
+    for bound, value in (("min", low), ("max", high)):
+        if bound in reported:
+            continue
+        if kind == "integer" and abs(value) > LARGEST:
+            # AWS documents IntegerParameterRange's MinValue/MaxValue as strings of at most 256 characters and
+            # no numeric limit; its searches (and the local one) draw in floats, and the hyperparameter reaches
+            # the script as JSON, where 2^53 - 1 is the largest whole number every reader keeps exactly.
+            out.append(loaded.problem(where + (bound,), f"{brief(value)} is beyond what an integer range can "
+                                      f"draw: keep whole bounds within ±{LARGEST} (2^53 - 1)"))
+        elif kind == "continuous" and isinstance(value, int) and abs(value) > _LARGEST_FLOAT:
+            out.append(loaded.problem(where + (bound,), f"{brief(value)} is beyond the largest float "
+                                      f"({_LARGEST_FLOAT:.6g})"))
+    if out or kind != "continuous" or max(abs(low), abs(high)) > _LARGEST_FLOAT:
+        return out  # (a bound the field's own rules refused is reported already)
+    if not math.isfinite(float(high) - float(low)):
+        out.append(loaded.problem(where + ("max",), f"the range {low:g}..{high:g} is wider than the largest "
+                                  f"float ({_LARGEST_FLOAT:.6g}): no value could be drawn evenly from it"))
     return out
 
 

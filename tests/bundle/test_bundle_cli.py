@@ -66,11 +66,12 @@ def test_validate_and_plan_refuse_secrets_as_the_dry_run_does(tmp_path: Path) ->
 
 def test_hopeless_size_is_refused_by_validate_and_before_compressing(tmp_path: Path) -> None:
     spec, where = job(tmp_path, {"train.py": ""}, {"max_bundle_size": "1MB"})
-    with open(tmp_path / "src" / "disk.img", "wb") as fh:
-        fh.truncate(2 * 10**9)  # sparse
+    for name in ("disk.img", "disk2.img"):  # each within the bound on one file, together hopeless
+        with open(tmp_path / "src" / name, "wb") as fh:
+            fh.truncate(10**9)  # sparse
     for args in (("validate",), ("submit", "--dry-run", "-o", "json")):
         proc = smtrain(*args, str(spec))
-        assert_refused(proc, where, "at least 1.9 MB", "over the limit of 1.0 MB", "disk.img  2.0 GB")
+        assert_refused(proc, where, "at least 1.9 MB", "over the limit of 1.0 MB", "disk.img  1.0 GB")
         assert proc.stdout == ""
 
 

@@ -120,12 +120,13 @@ def test_a_total_that_cannot_fit_is_refused_before_compressing(tmp_path: Path,
 
     monkeypatch.setattr(build, "write_archive", no_packing)
     src = write_tree(tmp_path / "src", {"train.py": ""})
-    sparse(src / "disk.img", 2 * 10**9)  # a sparse 2 GB file: at least 1.9 MB compressed
+    sparse(src / "disk.img", 10**9)  # sparse files, 2 GB in all (each under the 1 GB a file may have):
+    sparse(src / "disk2.img", 10**9)  # at least 1.9 MB compressed
     with pytest.raises(BundleError) as err:
         build_bundle(None, src, max_size=10**6)
     message = str(err.value)
     assert "at least 1.9 MB" in message and "over the limit of 1.0 MB" in message
-    assert "  disk.img  2.0 GB (2000000000 bytes)" in message
+    assert "  disk.img  1.0 GB (1000000000 bytes)" in message
     with pytest.raises(BundleError, match="at least 1.9 MB"):
         plan_bundle(None, src, max_size=10**6)
 

@@ -4,13 +4,19 @@ and one address nothing listens on."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import tarfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,17 +135,101 @@ def test_one_commit_gives_one_sha256_equal_to_a_source_dir_of_the_same_files(tmp
     assert first.sha256 == again.sha256 == fresh.sha256 == same_files.sha256
 
 
-def test_a_moved_branch_is_resolved_once_per_process(tmp_path: Path, repo: dict[str, str]) -> None:
+def _plan_exp_then_move_it(tmp_path: Path, repo: dict[str, str]) -> Path:
+    """A spec of branch exp, planned once (the cache holds commit two), then exp moved to a new commit."""
     path = spec_file(tmp_path, spec_text("  git:\n    repository: repo\n    branch: exp\n    directory: src\n"))
     assert build_plan(load_spec(path), load_catalog()).git.commit == repo["two"]
     root = tmp_path / "repo"
     git(root, "checkout", "--quiet", "--force", "exp")
     write(root, {"src/train.py": "print('three')\n"})
     git(root, "commit", "--quiet", "-am", "three")
+    return path
+
+
+def test_a_moved_branch_is_resolved_once_per_process(tmp_path: Path, repo: dict[str, str]) -> None:
+    path = _plan_exp_then_move_it(tmp_path, repo)
     # A tuning run plans many trials: every one runs the commit the first one found.
     assert build_plan(load_spec(path), load_catalog()).git.commit == repo["two"]
     git_source.forget()  # a new run fetches the branch again
     assert member(bundle_of(path), "train.py") == "print('three')\n"
+
+
+def _plan_after(start: Any, path: str, cache: str, results: Any) -> None:
+    """One `smtrain plan` in a forked process (smtrain already imported: no second of start-up each), started
+    with the others at once."""
+    os.environ["XDG_CACHE_HOME"] = cache
+    start.wait()
+    proc = run("plan", path, "-o", "json")
+    commit = json.loads(proc.stdout)["git"]["commit"] if proc.code == 0 else None
+    results.put((proc.code, commit, proc.output[-500:]))
+
+
+def test_concurrent_plans_while_the_branch_moves_all_succeed(tmp_path: Path, repo: dict[str, str]) -> None:
+    """24 plans at once against a repository whose branch another process keeps moving: each ends with exit
+    0 and the checkout of a commit the branch had, whatever the order in which their fetches and pins meet
+    in the shared cache (on the old code some failed with exit 2: "cannot lock ref")."""
+    root = tmp_path / "repo"
+    git(root, "checkout", "--quiet", "--force", "exp")
+    contents: dict[str, str] = {repo["two"]: "print('exp')\n"}
+    for i in range(6):
+        write(root, {"src/train.py": f"print({i})\n"})
+        git(root, "commit", "--quiet", "-am", f"move {i}")
+        contents[git(root, "rev-parse", "HEAD")] = f"print({i})\n"
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "clone", "--quiet", "--bare", str(root), str(bare))
+    moves = tmp_path / "origin.git.moves"
+    # Another process moves the branch over and over, through every commit above, until it is stopped.
+    mover = subprocess.Popen(
+        ["sh", "-c", 'while :; do for c in "$@"; do git --git-dir "$0" update-ref refs/heads/exp "$c"; '
+                     'echo >> "$0.moves"; done; done', str(bare), *contents],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not moves.exists():
+            time.sleep(0.01)  # it has begun
+        path = spec_file(tmp_path, spec_text("  git:\n    repository: origin.git\n    branch: exp\n"
+                                             "    directory: src\n"))
+        fork = multiprocessing.get_context("fork")
+        start, results = fork.Event(), fork.Queue()
+        plans = [fork.Process(target=_plan_after, args=(start, str(path), str(tmp_path / "cache"), results))
+                 for _ in range(24)]
+        for plan in plans:
+            plan.start()
+        start.set()
+        outcomes = [results.get(timeout=120) for _ in plans]
+        for plan in plans:
+            plan.join(timeout=60)
+    finally:
+        mover.terminate()
+        mover.wait()
+    assert [out for out in outcomes if out[0] != 0] == []
+    trees = tmp_path / "cache" / "smtrain" / "git"
+    for _, commit, _ in outcomes:
+        assert commit in contents
+        [tree] = trees.glob(f"*/trees/{commit}")
+        assert (tree / "src" / "train.py").read_text() == contents[commit]
+    assert not list(trees.glob("*/trees/.*"))  # no half-made checkout left behind
+
+
+def test_a_ref_another_git_holds_locked_is_retried(tmp_path: Path, repo: dict[str, str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A git outside smtrain (the user's own `git gc`, a run on a system without fcntl) holds the branch's
+    ref locked in the cache as the plan fetches: the fetch is tried again once the lock is gone, not exit 2."""
+    path = _plan_exp_then_move_it(tmp_path, repo)
+    [held] = (tmp_path / "cache").glob("smtrain/git/*/repo.git/refs/smtrain/heads/exp")
+    lock = held.with_name("exp.lock")
+    lock.write_text("")
+    waits: list[float] = []
+
+    def other_git_done(seconds: float) -> None:  # the other git ends while smtrain waits
+        waits.append(seconds)
+        lock.unlink()
+
+    monkeypatch.setattr(git_source, "sleep", other_git_done, raising=False)
+    git_source.forget()
+    proc = run("plan", str(path), "-o", "json")
+    assert proc.code == 0, proc.output
+    assert json.loads(proc.stdout)["git"]["commit"] == git(tmp_path / "repo", "rev-parse", "HEAD")
+    assert len(waits) == 1
 
 
 def test_validate_reads_a_remote_repository_only_from_the_cache(tmp_path: Path, repo: dict[str, str],
@@ -287,3 +377,116 @@ def test_without_the_git_program(tmp_path: Path, repo: dict[str, str]) -> None:
     error = error_at(run("plan", str(path), env={"PATH": str(empty)}), path, line_of(path, "repository:"),
                      "code.git.repository")
     assert "code.git needs the git program" in error
+
+
+# --------------------------------------------------------------------------- credentials in the URL
+
+REAL_GIT = shutil.which("git") or "git"
+SERVER_PATH = os.environ.get("PATH", "")  # the server's git never meets the shim the test puts on smtrain's PATH
+USER, TOKEN = "ci-bot", "s3cret/Token+42%"  # as the URL carries it: percent-encoded
+TOKEN_IN_URL = "s3cret%2FToken%2B42%25"
+
+
+def _command_lines() -> list[bytes]:
+    """Every process's command line on this machine, as `ps` shows them to any user."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((entry / "cmdline").read_bytes())
+            except OSError:
+                pass  # gone meanwhile
+    return found
+
+
+class _SmartHttp(BaseHTTPRequestHandler):
+    """git's smart HTTP (git http-backend as CGI), behind Basic authentication. While a request of an
+    authenticated fetch is answered, the git processes fetching are alive: their command lines are read then."""
+
+    server: Any
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's names)
+        self._answer()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._answer()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        expected = "Basic " + base64.b64encode(f"{USER}:{TOKEN}".encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self.server.refused += 1
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.server.command_lines.extend(_command_lines())
+        path, _, query = self.path.partition("?")
+        env = {"PATH": SERVER_PATH, "GIT_PROJECT_ROOT": str(self.server.root),
+               "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path, "QUERY_STRING": query,
+               "REQUEST_METHOD": self.command, "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+               "CONTENT_LENGTH": str(len(body)), "REMOTE_USER": USER, "REMOTE_ADDR": "127.0.0.1",
+               "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+               "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", "")}
+        out = subprocess.run([REAL_GIT, "http-backend"], input=body, env=env, capture_output=True,
+                             check=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        headers = [line.split(": ", 1) for line in head.decode().split("\r\n") if line]
+        status = next((int(value.split()[0]) for name, value in headers if name.lower() == "status"), 200)
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() != "status":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads command lines from /proc")
+def test_url_credentials_reach_git_through_a_helper_never_its_command_line(tmp_path: Path, repo: dict[str, str]
+                                                                           ) -> None:
+    """A fetch over smart HTTP that needs the URL's user and token: it succeeds, and neither is on the command
+    line of smtrain's git (a PATH shim records its arguments) or of any process while the fetch runs, nor in
+    the output or the cache."""
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.txt"
+    bin_dir.mkdir()
+    shim = bin_dir / "git"
+    shim.write_text(f"""#!/bin/sh
+{{ echo call; for a in "$@"; do printf 'arg %s\\n' "$a"; done
+  env | sed -n 's/^\\(SMTRAIN_GIT_[A-Z]*\\)=.*/env \\1/p'; }} >> '{calls}'
+exec '{REAL_GIT}' "$@"
+""")
+    shim.chmod(0o755)
+    git(tmp_path, "clone", "--quiet", "--bare", str(tmp_path / "repo"), str(tmp_path / "served" / "origin.git"))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SmartHttp)
+    server.root, server.command_lines, server.refused = tmp_path / "served", [], 0  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        address = f"http://127.0.0.1:{server.server_port}/origin.git"
+        url = address.replace("//", f"//{USER}:{TOKEN_IN_URL}@", 1)
+        path = spec_file(tmp_path, spec_text(f"  git:\n    repository: {url}\n    directory: src\n"))
+        proc = run("plan", str(path), "-o", "json", env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    finally:
+        server.shutdown()
+        thread.join()
+    assert proc.code == 0, proc.output
+    assert json.loads(proc.stdout)["git"]["commit"] == repo["one"]  # the default branch, main
+    assert server.refused >= 1 and server.command_lines  # git asked, and was answered only with the token
+
+    secrets = (TOKEN, TOKEN_IN_URL, f"{USER}:")
+    records = calls.read_text().split("call\n")[1:]
+    arguments = [line[4:] for record in records for line in record.splitlines() if line.startswith("arg ")]
+    assert not [a for a in arguments if any(s in a for s in secrets)]
+    remote = [r for r in records if f"arg {address}\n" in r]
+    assert len(remote) == 2  # ls-remote for the default branch, then the fetch: each with the bare address
+    assert all("env SMTRAIN_GIT_PASSWORD\n" in r for r in remote)
+    assert not [r for r in records if r not in remote and "env SMTRAIN_GIT" in r]  # for the remote only
+    assert not [c for c in server.command_lines if any(s.encode() in c for s in secrets)]
+    assert not any(s in proc.output for s in secrets)
+    cached = [f for f in (tmp_path / "cache").rglob("*") if f.is_file()]
+    assert cached and not [f for f in cached if any(s.encode() in f.read_bytes() for s in secrets)]

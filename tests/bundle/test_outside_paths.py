@@ -3,16 +3,24 @@
 The entry point lies inside source_dir; a file the spec names on purpose (code.requirements) may lie
 elsewhere but gets the same secret checks as any shipped file; and no symbolic link, hidden by the
 ignore rules or not, takes a file from outside where it lies. Each refusal is exit 2 at the field,
-and the outside file's bytes reach no output.
+and the outside file's bytes reach no output. The same for a committed repository named in code.git:
+its links are checked out as links, and a path out of the checkout would reach smtrain's cache.
 """
 
 from __future__ import annotations
 
+import gzip
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
+from smtrain.bundle.request import make_bundle
+from smtrain.plan.build import build_plan
+from smtrain.plan.catalog import load_catalog
+from smtrain.spec.model import load_spec
+from tests.bundle.test_git_source import git, write
 from tests.support.cli_runner import smtrain
 
 # A private key's shape, with a canary inside: it must appear in no output.
@@ -36,8 +44,8 @@ def _project(tmp_path: Path, code: dict, ignore: str = "") -> Path:
     return path
 
 
-def _refused(spec: Path, field: str) -> str:
-    env = {"SMTRAIN_HOME": str(spec.parent / "smtrain-home")}
+def _refused(spec: Path, field: str, **more_env: str) -> str:
+    env = {"SMTRAIN_HOME": str(spec.parent / "smtrain-home"), **more_env}
     for args in (["validate", str(spec)], ["submit", str(spec), "--dry-run"], ["submit", str(spec), "--local"]):
         proc = smtrain(*args, env=env, cwd=spec.parent)
         assert proc.returncode == 2, (args, proc.stdout[-2000:], proc.stderr[-2000:])
@@ -77,3 +85,89 @@ def test_an_entry_point_the_ignore_rules_leave_out_is_refused(tmp_path: Path) ->
     spec = _project(tmp_path, {"entry_point": "train.py"}, ignore="*.py\n")
     said = _refused(spec, "code.entry_point")
     assert "train.py is left out of the bundle by the ignore rules" in said and "!train.py" in said
+
+
+# --------------------------------------------------------------------------- the same through code.git
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
+
+def _repository(tmp_path: Path, code: dict, links: dict[str, Path | str], committed: dict[str, str]) -> Path:
+    """A committed repository (tmp_path/project/repo) with `links` (path -> target) committed as symbolic
+    links, forced past its .gitignore; a spec naming its src/ in code.git; the canaries outside it."""
+    outside = tmp_path / "home" / ".ssh"
+    outside.mkdir(parents=True)
+    (outside / "id_rsa").write_text(PRIVATE_KEY)
+    (tmp_path / "home" / "outside.py").write_text(f"# {CANARY}\nprint('outside')\n")
+    repo = tmp_path / "project" / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "--quiet", "--initial-branch", "main")
+    write(repo, {"src/train.py": "print('training')\n", **committed})
+    for rel, target in links.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).symlink_to(target)
+    git(repo, "add", "--force", "-A")
+    git(repo, "commit", "--quiet", "-m", "links")
+    spec = {"name": "outside", "role": "arn:aws:iam::123456789012:role/SageMakerRole", "region": "us-east-1",
+            "compute": {"instance_type": "ml.g5.xlarge"},
+            "code": {"git": {"repository": "repo", "branch": "main", "directory": "src"}, **code}, "output": "out"}
+    path = tmp_path / "project" / "job.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def _git_refused(spec: Path, field: str) -> str:
+    return _refused(spec, field, XDG_CACHE_HOME=str(spec.parent / "cache"))
+
+
+HOME_KEY = ("home", ".ssh", "id_rsa")
+
+
+@needs_git
+@pytest.mark.parametrize(("code", "links", "committed", "field", "message"), [
+    ({"entry_point": "train.py", "requirements": "requirements.txt"}, {"src/requirements.txt": HOME_KEY}, {},
+     "code.requirements", "is a symbolic link to"),
+    ({"entry_point": "train.py", "requirements": "requirements.txt"}, {"src/requirements.txt": HOME_KEY},
+     {"src/.gitignore": "requirements.txt\n"}, "code.requirements", "is a symbolic link to"),
+    ({"entry_point": "train.py", "requirements": "requirements.txt"}, {"src/requirements.txt": HOME_KEY},
+     {"src/.smtrainignore": "requirements.txt\n"}, "code.requirements", "is a symbolic link to"),
+    # relative, out of the checkout into smtrain's cache (trees/<commit>/src/../../../repo.git)
+    ({"entry_point": "train.py", "requirements": "requirements.txt"},
+     {"src/requirements.txt": "../../../repo.git/config"}, {}, "code.requirements", "is a symbolic link to"),
+    # a path, not a link, out of the checkout: it too would read smtrain's cache, never the user's file
+    ({"entry_point": "train.py", "requirements": "../../../repo.git/config"}, {}, {}, "code.requirements",
+     "../../../repo.git/config is not inside repo at"),
+    ({"entry_point": "train.py"}, {"src/notes.txt": HOME_KEY}, {}, "code.git", "notes.txt is a symbolic link to"),
+    ({"entry_point": "train.py"}, {"src/keys": HOME_KEY[:2]}, {}, "code.git", "keys is a symbolic link to"),
+    ({"entry_point": "link.py"}, {"src/link.py": ("home", "outside.py")}, {}, "code.entry_point",
+     "link.py is not inside"),
+    ({"entry_point": "../../../home/outside.py"}, {}, {}, "code.entry_point", "is not inside"),
+], ids=["requirements-link", "requirements-link-gitignored", "requirements-link-smtrainignored",
+        "requirements-link-into-the-cache", "requirements-path-into-the-cache", "file-link", "directory-link",
+        "entry-point-link", "entry-point-path"])
+def test_a_git_repository_link_or_path_to_outside_is_refused(tmp_path: Path, code: dict, links: dict,
+                                                              committed: dict, field: str, message: str) -> None:
+    targets = {rel: tmp_path.joinpath(*t) if isinstance(t, tuple) else t for rel, t in links.items()}
+    said = _git_refused(_repository(tmp_path, code, targets, committed), field)
+    assert message in said, said
+
+
+@needs_git
+def test_git_links_the_ignore_rules_leave_out_ship_nothing(tmp_path: Path) -> None:
+    """Committed links to outside that .gitignore and .smtrainignore hide, none named by the spec: the job
+    runs, and the outside bytes are in no bundle, no file of the local job and no output."""
+    links = {"src/secret.txt": tmp_path.joinpath(*HOME_KEY), "src/keys": tmp_path.joinpath(*HOME_KEY[:2]),
+             "src/hidden.py": tmp_path / "home" / "outside.py"}
+    spec = _repository(tmp_path, {"entry_point": "train.py"}, links,
+                       {"src/.gitignore": "secret.txt\nkeys\n", "src/.smtrainignore": "hidden.py\n"})
+    env = {"SMTRAIN_HOME": str(spec.parent / "smtrain-home"), "XDG_CACHE_HOME": str(spec.parent / "cache")}
+    proc = smtrain("submit", str(spec), "--local", env=env, cwd=spec.parent)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "training" in proc.stdout + proc.stderr and CANARY not in proc.stdout + proc.stderr
+    job_files = [p for p in (spec.parent / "smtrain-home").rglob("*") if p.is_file() and not p.is_symlink()]
+    assert job_files and not [p for p in job_files if CANARY.encode() in p.read_bytes()]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])
+        bundle = make_bundle(build_plan(load_spec(spec), load_catalog()))
+    assert CANARY.encode() not in gzip.decompress(bundle.data)
+    assert {f.path for f in bundle.files if f.origin == "source"} == {"train.py", ".gitignore"}

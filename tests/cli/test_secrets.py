@@ -2,16 +2,18 @@
 
 Canary values (obviously fake) sit in the AWS credentials and a secret-looking variable of the
 process environment, under secret-looking names in the spec's `environment` and `hyperparameters`,
-under innocent names in shapes that give them away (an access key id with its secret key, a GitHub
-token, a URL's password, a private key block), in spec errors and in an internal error. Every output
-of every command, and every file a local run writes for people (host logs, record.json), is
-searched for them; every JSON output must parse.
+under innocent names in shapes that give them away (an access key id with its secret key, a lone
+AWS secret key, a GitHub token, a URL's password, a private key block), in spec errors and in an
+internal error; the job prints them whole, and cut by a colour code. Every output of every command,
+and every file smtrain writes for a local job (host logs, record.json, output/failure), is searched
+for them; every JSON output must parse; no output holds a terminal control character.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -46,16 +48,27 @@ SHAPED_AWS_SECRET = "CanaryShapedAwsSecret/0123456789abcdefGH"
 GITHUB_TOKEN = "ghp_CanaryGithubToken0123456789abcdefghi"
 URL_PASSWORD = "UrlPwCanary9"
 PEM_LINES = ("MIIEcanaryPemLineOne", "MIIEcanaryPemLineTwo")
+LONE_AWS_SECRET = "Innocent/Canary0Shaped1Aws2Secret3Key4Xy"  # an AWS secret key's shape, no key id beside it
 PEM = "\n".join(("-----BEGIN PRIVATE KEY-----", *PEM_LINES, "-----END PRIVATE KEY-----"))
 
 SECRET_ENV = {"DB_PASSWORD": DB_PASSWORD, "API_TOKEN": API_TOKEN, "MY_TOKEN": MY_TOKEN}
 SHAPED_ENV = {"CREDS_CSV": f"{SHAPED_AKID},{SHAPED_AWS_SECRET}", "REPO_AUTH": GITHUB_TOKEN,
-              "DATABASE_URL": f"postgres://app:{URL_PASSWORD}@db:5432/x", "TLS_MATERIAL": PEM}
+              "DATABASE_URL": f"postgres://app:{URL_PASSWORD}@db:5432/x", "TLS_MATERIAL": PEM,
+              "BUILD_REF": LONE_AWS_SECRET}
 HYPERPARAMETERS = {"api_key": HP_API_KEY, "password": HP_PASSWORD}
 CANARIES = (CANARY_ACCESS_KEY, CANARY_SECRET_KEY, CANARY_SESSION_TOKEN, DB_PASSWORD, API_TOKEN, PROCESS_TOKEN,
-            MY_TOKEN, HP_API_KEY, HP_PASSWORD, SHAPED_AKID, SHAPED_AWS_SECRET, GITHUB_TOKEN, URL_PASSWORD, *PEM_LINES)
+            MY_TOKEN, HP_API_KEY, HP_PASSWORD, SHAPED_AKID, SHAPED_AWS_SECRET, GITHUB_TOKEN, URL_PASSWORD, *PEM_LINES,
+            LONE_AWS_SECRET)
 SHOWN_ENV = {"DB_PASSWORD": "****", "API_TOKEN": "****", "MY_TOKEN": "****", "CREDS_CSV": "****,****",
-             "REPO_AUTH": "****", "DATABASE_URL": "postgres://app:****@db:5432/x", "TLS_MATERIAL": "****"}
+             "REPO_AUTH": "****", "DATABASE_URL": "postgres://app:****@db:5432/x", "TLS_MATERIAL": "****",
+             "BUILD_REF": "****"}
+# Anything a terminal would act on or hide: C0 controls but tab and newline, DEL, C1 controls.
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _split(secret: str, cut: str = "\x1b[0m") -> str:
+    """`secret` as a program may print it: a colour code in its middle, which a terminal does not show."""
+    return secret[:5] + cut + secret[5:]
 
 
 def _assert_clean(text: str, what: str) -> None:
@@ -67,6 +80,9 @@ def _assert_clean(text: str, what: str) -> None:
 def _assert_output_clean(proc: subprocess.CompletedProcess[str], args: tuple[str, ...]) -> None:
     _assert_clean(proc.stdout, f"stdout of {args}")
     _assert_clean(proc.stderr, f"stderr of {args}")
+    for name, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        control = CONTROLS.search(text)
+        assert control is None, f"{control.group()!r} in {name} of {args}: {text[max(control.start() - 80, 0):][:160]!r}"
 
 
 def _parses(proc: subprocess.CompletedProcess[str], args: tuple[str, ...]) -> object:
@@ -113,7 +129,8 @@ def test_secrets_never_reach_the_output(aws: MotoServer, tmp_path: Path) -> None
     sent = aws.control.create_requests[0]
     assert sent["Environment"]["DB_PASSWORD"] == DB_PASSWORD and sent["Environment"]["TLS_MATERIAL"] == PEM
 
-    aws.set_status("secret-job", "Failed", failure_reason=f"container exited; AWS key {CANARY_ACCESS_KEY}")
+    aws.set_status("secret-job", "Failed", failure_reason=f"container exited; AWS key {_split(CANARY_ACCESS_KEY)}"
+                                                          f"\x1b]0;pwned\x07 token {_split(API_TOKEN, chr(0x9b) + '0m')}")
     now = int(time.time() * 1000)
     aws.put_logs("secret-job", "algo-1", ["starting", f"aws_secret_access_key={CANARY_SECRET_KEY}",
                                           f"token is {MY_TOKEN}", f"creds {SHAPED_AKID} {SHAPED_AWS_SECRET}",
@@ -122,18 +139,28 @@ def test_secrets_never_reach_the_output(aws: MotoServer, tmp_path: Path) -> None
     # MY_TOKEN and HP_API_KEY are known to `logs` from the job itself (DescribeTrainingJob), not from a spec.
     aws.put_logs("secret-job", "algo-2", [f"token {PROCESS_TOKEN}", f"clone {GITHUB_TOKEN}", f"key {HP_API_KEY}"],
                  timestamp_ms=now + 1)
+    # Cut by escape sequences, and terminal controls of every kind: title, clipboard, hyperlink, DCS, C1.
+    aws.put_logs("secret-job", "algo-3", [f"db {_split(DB_PASSWORD)} ref {_split(LONE_AWS_SECRET, chr(7))}",
+                                          f"creds {_split(SHAPED_AKID, chr(0x1b) + ']8;;https://x' + chr(7))}",
+                                          f"\x1b]52;c;{_split(GITHUB_TOKEN)}\x07 \x1bP1$r{PROCESS_TOKEN}\x1b\\",
+                                          "\x1b]0;window title\x07\x9b31mvisible\x1b[0m\x1bc\x00end"],
+                 timestamp_ms=now + 2)
     for args in (("status", "secret-job"), ("status", "secret-job", "-o", "json"), ("logs", "secret-job"),
                  ("logs", "secret-job", "-o", "json")):
         out, _ = _run_clean(*args, env=env, codes=(0, 1))
     assert "[algo-1] aws_secret_access_key=****" in smtrain("logs", "secret-job", env=env).stdout
     assert "after the key" in out
+    shown = smtrain("logs", "secret-job", env=env).stdout
+    assert "[algo-3] db **** ref ****" in shown and "[algo-3] visibleend" in shown, shown
 
 
 @pytest.mark.slow  # local runs render their request through the SageMaker SDK
 def test_a_local_run_masks_its_stream_its_files_and_every_command_after_it(tmp_path: Path) -> None:
     echoed = [*SECRET_ENV, *SHAPED_ENV, "DEPLOY_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]
+    split = ["DB_PASSWORD", "API_TOKEN", "BUILD_REF", "DEPLOY_TOKEN", "AWS_SECRET_ACCESS_KEY"]
     spec = str(local_spec_file(tmp_path, {"compute": {"nodes": 2}, "environment": {**SECRET_ENV, **SHAPED_ENV},
-                                          "hyperparameters": {**HYPERPARAMETERS, "echo_env": ",".join(echoed)}}))
+                                          "hyperparameters": {**HYPERPARAMETERS, "echo_env": ",".join(echoed),
+                                                              "echo_split": ",".join(split)}}))
     home = tmp_path / "home"
     env = {"SMTRAIN_HOME": str(home), "SMTRAIN_POLL_SECONDS": "0.2", "DEPLOY_TOKEN": PROCESS_TOKEN,
            "AWS_ACCESS_KEY_ID": CANARY_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": CANARY_SECRET_KEY,
@@ -141,6 +168,7 @@ def test_a_local_run_masks_its_stream_its_files_and_every_command_after_it(tmp_p
 
     stream, _ = _run_clean("submit", spec, "--local", "--job-name", "secret-ok", env=env)
     assert "[algo-1] env MY_TOKEN: ****" in stream and "[algo-2] env DATABASE_URL: postgres://app:****@db" in stream
+    assert all(f"[algo-1] split {name}: ****\n" in stream for name in split), stream
     # A failure whose reason quotes a secret, and one whose reason is the command line (`--password VALUE`).
     _, failed = _run_clean("submit", spec, "--local", "--job-name", "secret-reason", "-o", "json",
                            "--set", "hyperparameters.mode=fail", "--set", f"hyperparameters.reason=refused {API_TOKEN}",
@@ -154,11 +182,18 @@ def test_a_local_run_masks_its_stream_its_files_and_every_command_after_it(tmp_p
         for args in (("status", job), ("status", job, "-o", "json"), ("logs", job), ("logs", job, "-o", "json")):
             _run_clean(*args, env=env, codes=(0, 1))
     _run_clean("list", "--local", "-o", "json", env=env)
-    written = [home / "local-jobs" / job / "record.json" for job in ("secret-ok", "secret-reason", "secret-command")]
-    written += sorted(home.glob("local-jobs/*/logs/*.log"))
-    assert len(written) == 3 + 3 * 2  # a record and two host logs per job
+    # Every file smtrain wrote for the jobs, but the ones the container contract hands the program with
+    # the real values (as SageMaker does) and what the program itself wrote (its code, data and model,
+    # and secret-reason's output/failure).
+    written = [path for path in sorted(home.rglob("*")) if path.is_file() and not any(
+        part in ("code", "data", "model") for part in path.relative_to(home).parts) and
+        path.name != "hyperparameters.json" and not (path.name == "failure" and "secret-reason" in path.parts)]
+    names = [path.name for path in written]
+    # The failure file of secret-command is smtrain's: its Command line holds `--api_key VALUE`.
+    assert names.count("record.json") == 3 and names.count("failure") == 1 and names.count("algo-1.log") == 3
     for path in written:
         _assert_clean(path.read_text(encoding="utf-8"), str(path))
+        assert CONTROLS.search(path.read_text(encoding="utf-8")) is None, path
 
 
 def test_spec_errors_quoting_secrets_are_masked(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ backend's orchestration is tested in seconds. Its behaviour comes from hyperpara
     ticks      lines to print, 0.2 s apart, before finishing
     echo_env   environment variables (comma-separated) whose values it prints, each on a line
                `env NAME: value` (tests of secret masking)
+    echo_split the same, `split NAME: value` with a colour reset in the middle of the value and
+               terminal controls after it (a window title, an OSC 52 clipboard write, a C1 CSI)
     children   processes to start first (as mpirun starts ranks): each ignores SIGTERM, prints
                nothing, writes output/data/child-<pid>.pid and sleeps
 
@@ -49,6 +51,9 @@ task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
 print(f"standin on {host} task={task.get('type')}:{task.get('index')}", flush=True)
 for name in filter(None, hp.get("echo_env", "").split(",")):
     print(f"env {name}: {os.environ.get(name, '')}", flush=True)
+for name in filter(None, hp.get("echo_split", "").split(",")):
+    value = os.environ.get(name, "")
+    print(f"split {name}: {value[:5]}\\x1b[0m{value[5:]}\\x1b]0;title\\x07\\x1b]52;c;Y2FuYXJ5\\x07\\x9b2J", flush=True)
 data = os.environ["SM_OUTPUT_DATA_DIR"]
 with open(os.path.join(data, f"env-{host}-{os.getpid()}.json"), "w") as f:
     json.dump({"env": dict(os.environ), "argv": argv, "cwd": os.getcwd()}, f)

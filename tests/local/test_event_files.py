@@ -27,6 +27,11 @@ if hp.get("write") == "yes":
         os.makedirs(os.path.join(board, part), exist_ok=True)
         with open(os.path.join(board, part, f"events.out.tfevents.1700000000.{host}.1.v2"), "wb") as f:
             f.write(b"event of " + host.encode())
+    # Not event files, though TensorBoard's plugins write such files beside them: not counted.
+    os.makedirs(os.path.join(board, "plugins", "profile"), exist_ok=True)
+    for other in ("projector_config.pbtxt", os.path.join("plugins", "profile", host + ".xplane.pb")):
+        with open(os.path.join(board, other), "w") as f:
+            f.write("not an event file")
 print(f"{host} done", flush=True)
 """
 
@@ -50,7 +55,8 @@ def test_a_local_job_s_event_files_are_read_in_place_from_the_chief_host(tmp_pat
     logdir = home / "local-jobs" / "local-tb-1" / "hosts" / "algo-1" / "output" / "tensorboard"
     found = json.loads(proc.stdout)
     assert {k: found[k] for k in ("job", "source", "logdir", "files")} == {
-        "job": "local-tb-1", "source": "local", "logdir": str(logdir), "files": 2}  # algo-2's are not the chief's
+        "job": "local-tb-1", "source": "local", "logdir": str(logdir), "files": 2}  # algo-2's are not the chief's,
+    assert (logdir / "projector_config.pbtxt").is_file()  # and the plugins' files are no event files
     assert set(found) == {"job", "source", "logdir", "files", "tensorboard"}
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from smtrain_tf.training.metrics import epoch_line, progress_line
 
+from smtrain.cli.metrics_command import follow_metrics
 from smtrain.cli.metrics_plot import plot_text
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.supervise import format_log_line
@@ -106,3 +107,51 @@ def test_the_plot_draws_loss_and_accuracy_with_train_and_validation_told_apart_w
     assert "learning_rate" not in text
     assert plot_text(JobMetrics(metrics.job, "log", "algo-1", ("algo-1",), ()), 90, 16, color=False) is None
     assert plot_text(metrics, 90, 16, color=True) != text  # colour is a choice, not the default
+
+
+def test_not_finite_and_huge_values_and_logged_epochs_are_shown_as_logged(tmp_path: Path, capsys) -> None:
+    """The table, JSON and plot of a log whose loss goes nan, inf, ±1e308, whose epochs come out of order, as
+    -1 and 0, and (on algo-2) whose lines carry no ` step=` for the bundled train:epoch regex."""
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2}})
+    backend = LocalBackend(tmp_path / "home")
+    assert backend.run(local_request(plan, "wild"), stream=io.StringIO(), grace=5).status == "Completed"
+    logs = backend.store.log_dir("wild")
+    losses = {1: 1.5, 2: float("nan"), 3: 1e308, 4: float("inf"), 5: -1e308, 6: float("-inf"), 8: -0.0, 7: 0.25}
+    lines = [epoch_line(epoch, epoch * 10, {"loss": loss, "accuracy": 0.5}, {"loss": loss, "accuracy": 0.5}, 0.001,
+                        100, 1.0) for epoch, loss in losses.items()]
+    lines += [epoch_line(-1, 90, {"loss": 0.3, "accuracy": 0.6}, None, None, 100, 1.0),
+              epoch_line(0, 95, {"loss": 0.2, "accuracy": 0.7}, None, None, 100, 1.0)]
+    _write_log(logs / "algo-1.log", lines)
+    # What `smtrain metrics` tells a script to print, without the entrypoint's ` step=`.
+    _write_log(logs / "algo-2.log", ["epoch=1 loss=0.5 accuracy=0.5", "epoch=2 loss=nan accuracy=nan",
+                                     "epoch=3 loss=1e-320 accuracy=0.7", "epoch=-1 loss=0.1 accuracy=0.9"])
+    env = {"SMTRAIN_HOME": str(tmp_path / "home")}
+
+    shown = run("metrics", "wild", "-o", "json", env=env)
+    assert shown.code == 0, shown.output
+    data = json.loads(shown.stdout)  # strict JSON: no NaN or Infinity token
+    loss = {e["epoch"]: e["values"].get("train:loss") for e in data["epochs"]}
+    assert loss == {-1: 0.3, 0: 0.2, 1: 1.5, 2: "nan", 3: 1e308, 4: "inf", 5: -1e308, 6: "-inf", 7: 0.25, 8: -0.0}
+    assert {e["epoch"]: e["values"].get("validation:loss") for e in data["epochs"]}[2] == "nan"
+    assert "NaN" not in shown.stdout and "Infinity" not in shown.stdout
+
+    worker = json.loads(run("metrics", "wild", "--host", "algo-2", "-o", "json", env=env).stdout)
+    assert [(e["epoch"], e["values"]["train:loss"]) for e in worker["epochs"]] == [(-1, 0.1), (1, 0.5), (2, "nan"),
+                                                                                   (3, 1e-320)]
+
+    text = run("metrics", "wild", "--plot", env={**env, "COLUMNS": "100"})
+    assert text.code == 0, text.output
+    table = {line.split()[0]: line.split() for line in text.stdout.splitlines()[2:12]}
+    assert [table[e][2] for e in ("-1", "2", "3", "4", "5", "6", "8")] == ["0.3", "nan", "1e+308", "inf", "-1e+308",
+                                                                          "-inf", "-0"]
+    assert "loss per epoch (algo-1, x1e+308)" in text.stdout  # ±1e308 still drawn, in units the title gives
+    assert "not plotted (not a finite number): train:loss epoch 2 (nan), train:loss epoch 4 (inf)" in text.stdout
+    assert "validation:loss epoch 6 (-inf)" in text.stdout and "Traceback" not in text.output
+
+    csv_text = run("metrics", "wild", "-o", "csv", env=env).stdout.splitlines()
+    assert csv_text[4].split(",")[2] == "nan"  # the header, epochs -1, 0, 1, then 2
+
+    # --follow prints every epoch once, -1 and 0 too, each value as JSON holds it.
+    assert follow_metrics(backend, "wild", None, "json").status == "Completed"
+    followed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(f["epoch"], f["values"]["train:loss"]) for f in followed][:4] == [(-1, 0.3), (0, 0.2), (1, 1.5), (2, "nan")]

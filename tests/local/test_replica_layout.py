@@ -19,7 +19,7 @@ from smtrain.local import replica_layout
 from smtrain.local.backend import LocalBackend
 from smtrain.local.contract import HostLayout
 from smtrain.local.supervise import Outcome
-from smtrain.local.terminal_text import as_shown, physical_lines
+from smtrain.terminal_text import as_shown, physical_lines
 from tests.local.support import make_plan
 from tests.support.cli_runner import smtrain
 

@@ -584,13 +584,13 @@ def test_both_files_together(tmp_path: Path) -> None:
             "prices",
             "p.yaml",
             "ml.p4d.24xlarge: -1\n",
-            r"p\.yaml: instance 'ml\.p4d\.24xlarge': price cannot be negative",
+            r"p\.yaml:1: instance 'ml\.p4d\.24xlarge': price cannot be negative",
         ),
         (
             "prices",
             "p.yaml",
             "ml.p4d.24xlarge: cheap\n",
-            r"p\.yaml: instance 'ml\.p4d\.24xlarge': price must be a number",
+            r"p\.yaml:1: instance 'ml\.p4d\.24xlarge': price must be a number",
         ),
         ("prices", "p.yaml", "- 1\n- 2\n", r"p\.yaml: expected a mapping"),
         ("prices", "p.json", '{"ml.p4d.24xlarge": 3,}', r"p\.json:1:\d+: not valid JSON"),
@@ -612,33 +612,33 @@ def test_both_files_together(tmp_path: Path) -> None:
             "catalog",
             "c.yaml",
             "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 40GB, vcpus: 8, memory: 1GiB, efa: false, price: -2}\n",
-            r"c\.yaml: instance 'ml\.x\.y': price cannot be negative",
+            r"c\.yaml:2: instance 'ml\.x\.y': price cannot be negative",
         ),
         (
             "catalog",
             "c.yaml",
             "instances:\n  ml.x.y: {gpu: A100, gpus: true, gpu_memory: 40GB, vcpus: 8, memory: 1GiB, efa: false,"
             " price: 1}\n",
-            r"c\.yaml: instance 'ml\.x\.y': 'gpus' must be a whole number",
+            r"c\.yaml:2: instance 'ml\.x\.y': 'gpus' must be a whole number",
         ),
         (
             "catalog",
             "c.yaml",
             "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 4XB, vcpus: 8, memory: 1GiB, efa: false, price: 1}\n",
-            r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory': '4XB' is not a size",
+            r"c\.yaml:2: instance 'ml\.x\.y': 'gpu_memory': '4XB' is not a size",
         ),
         (
             "catalog",
             "c.yaml",
             "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory: 80, vcpus: 8, memory: 1GiB, efa: false, price: 1}\n",
-            r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory' needs a unit",
+            r"c\.yaml:2: instance 'ml\.x\.y': 'gpu_memory' needs a unit",
         ),
         (
             "catalog",
             "c.yaml",
             "instances:\n  ml.x.y: {gpu: A100, gpus: 1, gpu_memory_mib: 40GB, vcpus: 8, memory: 1GiB, efa: false,"
             " price: 1}\n",
-            r"c\.yaml: instance 'ml\.x\.y': 'gpu_memory_mib' must be a whole number of MiB",
+            r"c\.yaml:2: instance 'ml\.x\.y': 'gpu_memory_mib' must be a whole number of MiB",
         ),
         (
             "catalog",
@@ -666,7 +666,7 @@ def test_both_files_together(tmp_path: Path) -> None:
             "c.yaml",
             "instances:\n  ml.p4d.24xlarge: {gpu: A100, gpus: 8, gpu_memory_mib: 40960, vcpus: 96, memory: 1152GiB,"
             " efa: true, price: 25, region_prices: {eu-west-1: lots}}\n",
-            r"c\.yaml: instance 'ml\.p4d\.24xlarge' in eu-west-1: price must be a number",
+            r"c\.yaml:2: instance 'ml\.p4d\.24xlarge' in eu-west-1: price must be a number",
         ),
         (
             "catalog",
@@ -719,6 +719,55 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_catalog_error_is_a_value_error() -> None:
     assert issubclass(CatalogError, ValueError)
+
+
+_HUGE, _LONG = "1" + "0" * 400, "1" + "0" * 5000  # past a float; past Python's 4300-digit int limit
+_ENTRY = "instances:\n  ml.x.y:\n    gpu: A100\n    gpus: 1\n    gpu_memory_mib: {mib}\n    vcpus: 8\n" \
+         "    memory: 64GiB\n    efa: false\n    price: {price}\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text", "expected"),
+    [
+        ("prices", "p.yaml", f"ml.g5.xlarge: {_HUGE}\n", r"p\.yaml:1: instance 'ml\.g5\.xlarge': price 1000.*past any"),
+        ("prices", "p.yaml", f"ml.g5.xlarge: {_LONG}\n", r"p\.yaml:1: a number of 5001 digits"),
+        ("prices", "p.yaml", "region: us-east-1\nml.g5.xlarge: 1.0e+999\n", r"p\.yaml:2: .*not inf"),
+        ("prices", "p.yaml", "ml.g5.xlarge: .nan\n", r"p\.yaml:1: .*not nan"),
+        ("prices", "p.yaml", "ml.g5.xlarge: 20000\n", r"p\.yaml:1: .*price 20000 USD per hour is past any"),
+        ("prices", "p.json", f'{{"ml.g5.xlarge": {_HUGE}}}', r"p\.json:1: instance 'ml\.g5\.xlarge': price 1000"),
+        ("prices", "p.json", f'{{"source": "x",\n "ml.g5.xlarge": {_LONG}}}', r"p\.json:2: a number of 5001 digits"),
+        ("prices", "p.json", '{"source": "x",\n "ml.g5.xlarge": 1e999}', r"p\.json:2: .*not inf"),
+        ("prices", "p.json", '{"ml.g5.xlarge": -Infinity}', r"p\.json:1: .*not -inf"),
+        ("prices", "p.json", '{"ml.g5.xlarge": NaN}', r"p\.json:1: .*not nan"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=_HUGE, price=1), r"c\.yaml:5: .*'gpu_memory_mib' must be .* to 16777216"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=_LONG, price=1), r"c\.yaml:5: a number of 5001 digits"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=2**24 + 1, price=1), r"c\.yaml:5: .*'gpu_memory_mib'"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price=_HUGE), r"c\.yaml:9: instance 'ml\.x\.y': price 1000"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price=_LONG), r"c\.yaml:9: a number of 5001 digits"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price=".inf"), r"c\.yaml:9: .*not inf"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price="1"), None),  # the bounds leave real figures alone
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price="1.0e-320"), None),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price="-0.0"), None),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price=1) + "    region_prices: {eu-west-1: 1.0e+400}\n",
+         r"c\.yaml:10: instance 'ml\.x\.y' in eu-west-1: .*not inf"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price=1).replace("gpus: 1", f"gpus: {_HUGE}"),
+         r"c\.yaml:4: .*'gpus' must be"),
+        ("catalog", "c.yaml", _ENTRY.format(mib=40960, price=1).replace("gpu_memory_mib: 40960",
+                                                                        "gpu_memory: 100TB"),
+         r"c\.yaml:5: .*'gpu_memory' must be from 1MiB to"),
+    ],
+)
+def test_numbers_past_a_float_or_any_real_figure_are_refused_at_their_line(
+    tmp_path: Path, kind: str, name: str, text: str, expected: str | None
+) -> None:
+    path = write(tmp_path / name, text)
+    load = (lambda: load_catalog(prices_path=path)) if kind == "prices" else (lambda: load_catalog(catalog_path=path))
+    if expected is None:
+        assert load().get("ml.x.y") is not None
+        return
+    with pytest.raises(CatalogError, match=expected) as err:
+        load()
+    assert str(err.value).startswith(str(path)) and len(str(err.value)) < 300, err.value
 
 
 # --- (e2) the old gpu_memory field --------------------------------------------------------------

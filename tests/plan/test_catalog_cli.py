@@ -93,3 +93,17 @@ def test_catalog_file_with_the_old_gpu_memory_field_is_converted_aloud(tmp_path:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["instances"][0]["gpu_memory_mib"] == 184320
     assert "gpu_memory: 180GB -> gpu_memory_mib: 184320" in proc.stderr
+
+
+def test_a_price_or_gpu_memory_past_a_float_is_exit_2_at_its_line_in_instances_and_plan(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"source": "mine",\n "ml.p4d.24xlarge": 1' + "0" * 400 + "}\n")
+    catalog = tmp_path / "mine.yaml"
+    catalog.write_text("instances:\n  ml.p4d.24xlarge:\n    {gpu: A100, gpus: 8, vcpus: 96, memory: 1152GiB, "
+                       "efa: true, price: 25,\n     gpu_memory_mib: 1" + "0" * 5000 + "}\n")
+    for option, path, where in (("--prices", prices, f"{prices}:2: "), ("--catalog", catalog, f"{catalog}:4: ")):
+        for command in (("instances",), ("plan", MWMS, *A100x8)):
+            proc = smtrain(option, str(path), *command)
+            assert proc.returncode == 2, (command, proc.stderr)
+            assert proc.stderr.startswith(f"error: {where}") and "Traceback" not in proc.stderr, proc.stderr
+            assert len(proc.stderr) < 400 and proc.stdout == ""

@@ -1,6 +1,7 @@
 """`smtrain tensorboard JOB` for SageMaker jobs, against the live moto server: the event files found
-through DescribeTrainingJob's TensorBoardOutputConfig, downloaded with their layout, and what is said
-when there are none.
+through DescribeTrainingJob's TensorBoardOutputConfig, downloaded with their layout (event files only,
+into a directory that is smtrain's, and never over a file smtrain did not write), keys that name no
+file inside the directory skipped, and what is said when there are none.
 
 Where a test needs a `tensorboard` program it puts a small stand-in on PATH (tests/support/
 fake_tensorboard.py): it stands in for the real program's command line only, recording its arguments;
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from smtrain.errors import UserError
-from smtrain.sagemaker.event_files import _relative, default_directory
+from smtrain.jobs import is_event_file
+from smtrain.sagemaker.event_files import MARKER, default_directory, local_parts
 from tests.support import moto_server
 from tests.support.cli_runner import smtrain
 from tests.support.fake_tensorboard import bin_dir, no_tensorboard_here
@@ -51,7 +52,24 @@ def env_for(server: MotoServer, tmp_path: Path, *, fake: bool = False, **extra: 
 
 
 def tree(directory: Path) -> dict[str, bytes]:
-    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+    """Every file under `directory` but smtrain's record of what it wrote there."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
+            if p.is_file() and p.name != MARKER}
+
+
+def everything(directory: Path) -> dict[str, bytes | str]:
+    """Every entry under `directory`, links as where they lead, folders as "dir"."""
+    found: dict[str, bytes | str] = {}
+    for p in sorted(directory.rglob("*")):
+        key = p.relative_to(directory).as_posix()
+        found[key] = f"-> {os.readlink(p)}" if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes()
+    return found
+
+
+def notes(proc) -> list[str]:
+    lines = proc.stderr.strip().splitlines()
+    assert all(line.startswith("note: ") for line in lines), proc.stderr
+    return lines
 
 
 def one_error_line(proc) -> str:
@@ -102,6 +120,186 @@ def test_downloading_again_fetches_what_grew_and_leaves_the_rest(aws: MotoServer
     assert proc.returncode == 0, proc.stderr
     assert tree(target) == grown and kept.stat().st_mtime_ns == before
     assert not [p for p in target.rglob("*") if p.name.startswith(".smtrain-download")]
+
+
+def test_only_event_files_are_downloaded(aws: MotoServer, tmp_path: Path) -> None:
+    job_with_tensorboard(aws, "mixed")
+    # Beside the event files: what a script or a plugin may put under its tensorboard folder, a user's
+    # file name, and a key whose name only contains "tfevents".
+    put_events(aws, "mixed", {**EVENTS, "README.md": b"from S3", "train/checkpoint": b"ckpt",
+                              "plugins/profile/2024/algo-1.xplane.pb": b"trace", "train/old.tfevents.bak": b"x"})
+    target = tmp_path / "logs"
+    proc = smtrain("tensorboard", "mixed", "--dir", str(target), "-o", "json", env=env_for(aws, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"] == 2 and tree(target) == EVENTS
+    assert notes(proc) == [f"note: 4 objects under {TB_PATH}/mixed/tensorboard-output/ are not TensorBoard event "
+                           "files (events.out.tfevents.*): not downloaded"]
+
+
+@pytest.mark.parametrize("theirs", [
+    {"README.md": b"my notes"},  # the issue's case: S3 has a README.md too
+    {"train/events.out.tfevents.1700000000.algo-1.41.0.v2": b"my own run"},  # an event file S3 has too
+    {".keep": b""},  # a hidden file alone makes the directory someone's
+])
+def test_a_dir_holding_files_smtrain_did_not_write_is_refused_before_any_call(aws: MotoServer, tmp_path: Path,
+                                                                                theirs: dict[str, bytes]) -> None:
+    job_with_tensorboard(aws, "important-job")
+    put_events(aws, "important-job", {**EVENTS, "README.md": b"from S3"})
+    target = tmp_path / "important"
+    for relative, data in theirs.items():
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        (target / relative).write_bytes(data)
+    before = everything(target)
+    proc = smtrain("tensorboard", "important-job", "--dir", str(target), "--no-launch", env=env_for(aws, tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_error_line(proc)
+    assert f"{target} holds files smtrain did not download (e.g. {sorted(theirs)[0].split('/')[0]!r})" in line
+    assert "give a new or empty --dir, or leave --dir out to use smtrain's cache" in line
+    assert everything(target) == before and aws.control.count("DescribeTrainingJob") == 0
+
+
+@no_tensorboard_here
+def test_a_second_download_refreshes_smtrain_s_files_and_replaces_no_one_else_s(aws: MotoServer, tmp_path: Path) -> None:
+    job_with_tensorboard(aws, "again")
+    put_events(aws, "again")
+    target, env = tmp_path / "board", env_for(aws, tmp_path)
+    target.mkdir()  # an empty directory is as good as a new one
+    assert smtrain("tensorboard", "again", "--dir", str(target), "--no-launch", env=env).returncode == 0
+    source = f"{TB_PATH}/again/tensorboard-output/"
+    record = json.loads((target / MARKER).read_text())
+    assert {**record, "files": sorted(record["files"])} == {"kind": "smtrain tensorboard download", "source": source,
+                                                            "files": sorted(EVENTS)}
+    # What the user adds afterwards is theirs: a file of their own, one where S3 now has a new event file,
+    # their copy in place of smtrain's where S3 has a grown one, a link where a new run's folder goes.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (target / "notes.txt").write_bytes(b"mine")
+    (target / "validation" / "events.out.tfevents.1700000099.algo-1.41.2.v2").write_bytes(b"mine too")
+    grown_name = "train/events.out.tfevents.1700000000.algo-1.41.0.v2"
+    (target / grown_name).unlink()
+    (target / grown_name).write_bytes(b"my edit")
+    (target / "eval").symlink_to(outside, target_is_directory=True)
+    more = {**EVENTS, grown_name: EVENTS[grown_name] + b"epoch-1",
+            "validation/events.out.tfevents.1700000099.algo-1.41.2.v2": b"new on S3",
+            "eval/events.out.tfevents.1700000100.algo-1.41.3.v2": b"eval run",
+            "test/events.out.tfevents.1700000101.algo-1.41.4.v2": b"test run"}
+    put_events(aws, "again", more)
+    proc = smtrain("tensorboard", "again", "--dir", str(target), "--no-launch", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == f"again: 2 TensorBoard event files from {source}"
+    assert tree(target) == {"notes.txt": b"mine", "validation/events.out.tfevents.1700000099.algo-1.41.2.v2": b"mine too",
+                            grown_name: b"my edit",
+                            "validation/events.out.tfevents.1700000000.algo-1.41.1.v2": EVENTS[
+                                "validation/events.out.tfevents.1700000000.algo-1.41.1.v2"],
+                            "test/events.out.tfevents.1700000101.algo-1.41.4.v2": b"test run"}
+    assert list(outside.iterdir()) == []  # the link is not followed
+    assert notes(proc) == [f"note: not downloaded: 'eval/events.out.tfevents.1700000100.algo-1.41.3.v2', "
+                           f"{grown_name!r}, 'validation/events.out.tfevents.1700000099.algo-1.41.2.v2', whose place "
+                           f"in {target} holds something smtrain did not write there (a file, a folder or a link), "
+                           "and smtrain never replaces it"]
+    # Once the user's copy is gone, the place is smtrain's again: the next call fetches S3's file there.
+    (target / grown_name).unlink()
+    proc = smtrain("tensorboard", "again", "--dir", str(target), "--no-launch", env=env)
+    assert proc.returncode == 0 and (target / grown_name).read_bytes() == EVENTS[grown_name] + b"epoch-1"
+
+
+def test_the_user_s_copy_of_an_event_file_smtrain_did_not_write_stays(aws: MotoServer, tmp_path: Path) -> None:
+    # smtrain wrote train/; the user drops their own run's copy where S3 later has a file of that name.
+    job_with_tensorboard(aws, "theirs")
+    put_events(aws, "theirs", {"train/events.out.tfevents.1.a.1.v2": b"first"})
+    target, env = tmp_path / "board", env_for(aws, tmp_path)
+    assert smtrain("tensorboard", "theirs", "--dir", str(target), "--no-launch", env=env).returncode == 0
+    (target / "train" / "events.out.tfevents.2.a.1.v2").write_bytes(b"a copy of mine")
+    put_events(aws, "theirs", {"train/events.out.tfevents.2.a.1.v2": b"second, longer"})
+    proc = smtrain("tensorboard", "theirs", "--dir", str(target), "-o", "json", env=env)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["files"] == 1
+    assert tree(target) == {"train/events.out.tfevents.1.a.1.v2": b"first",
+                            "train/events.out.tfevents.2.a.1.v2": b"a copy of mine"}
+    assert len(notes(proc)) == 1 and "smtrain never replaces it" in proc.stderr
+
+
+def test_a_dir_another_job_was_downloaded_into_is_refused(aws: MotoServer, tmp_path: Path) -> None:
+    for job in ("first-job", "second-job"):
+        job_with_tensorboard(aws, job)
+        put_events(aws, job)
+    target, env = tmp_path / "board", env_for(aws, tmp_path)
+    assert smtrain("tensorboard", "first-job", "--dir", str(target), "--no-launch", env=env).returncode == 0
+    before = everything(target)
+    proc = smtrain("tensorboard", "second-job", "--dir", str(target), "--no-launch", env=env)
+    assert proc.returncode == 2 and everything(target) == before
+    assert (f"{target} holds the event files smtrain downloaded from {TB_PATH}/first-job/tensorboard-output/: give "
+            f"{TB_PATH}/second-job/tensorboard-output/ a directory of its own") in one_error_line(proc)
+
+
+@pytest.mark.parametrize("record", [b"{not json", b'{"source": "s3://b/p/", "files": []}', None])
+def test_a_record_smtrain_did_not_write_is_refused(aws: MotoServer, tmp_path: Path, record: bytes | None) -> None:
+    job_with_tensorboard(aws, "recorded")
+    put_events(aws, "recorded")
+    target = tmp_path / "board"
+    target.mkdir()
+    if record is None:  # a folder in the record's place
+        (target / MARKER).mkdir()
+    else:
+        (target / MARKER).write_bytes(record)
+    before = everything(target)
+    proc = smtrain("tensorboard", "recorded", "--dir", str(target), env=env_for(aws, tmp_path))
+    assert proc.returncode == 2 and everything(target) == before
+    assert f"{target / MARKER} is not smtrain's download record" in one_error_line(proc)
+
+
+def test_the_cache_of_an_earlier_smtrain_is_smtrain_s_own(aws: MotoServer, tmp_path: Path) -> None:
+    # An earlier smtrain kept no record in its cache: what is there it wrote, and a refresh replaces it.
+    job_with_tensorboard(aws, "cached-before")
+    name = "train/events.out.tfevents.1700000000.algo-1.41.0.v2"
+    cache = tmp_path / ".cache" / "smtrain" / "tensorboard" / "cached-before"
+    (cache / "train").mkdir(parents=True)
+    (cache / name).write_bytes(b"old")
+    put_events(aws, "cached-before")
+    proc = smtrain("tensorboard", "cached-before", "-o", "json", env=env_for(aws, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert tree(cache) == EVENTS and sorted(json.loads((cache / MARKER).read_text())["files"]) == sorted(EVENTS)
+
+
+def test_a_key_that_is_a_file_and_a_folder_at_once_is_no_event_file(aws: MotoServer, tmp_path: Path) -> None:
+    # The issue's case (exit 70 before): `x/train` and `x/train/events...` under the same prefix.
+    job_with_tensorboard(aws, "file-and-folder")
+    put_events(aws, "file-and-folder", {"x/train": b"a file", "x/train/events.out.tfevents.1": b"an event file"})
+    target = tmp_path / "logs"
+    proc = smtrain("tensorboard", "file-and-folder", "--dir", str(target), "--no-launch", env=env_for(aws, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert tree(target) == {"x/train/events.out.tfevents.1": b"an event file"}
+    assert notes(proc) == [f"note: 1 object under {TB_PATH}/file-and-folder/tensorboard-output/ is not a TensorBoard "
+                           "event file (events.out.tfevents.*): not downloaded"]
+
+
+def test_keys_that_name_no_file_inside_the_directory_are_skipped_with_a_note(aws: MotoServer, tmp_path: Path) -> None:
+    job_with_tensorboard(aws, "odd-keys")
+    good = {"x/train/events.out.tfevents.1": b"under x/train", "f/events.out.tfevents.1/events.out.tfevents.2": b"deep"}
+    put_events(aws, "odd-keys", {
+        **EVENTS, **good,
+        "x/train": b"a file where a folder goes",  # the issue's case: not an event file
+        "f/events.out.tfevents.1": b"a file and a folder at once",
+        "../x/events.out.tfevents.1": b"climbs", "e/../../events.out.tfevents.1": b"climbs twice",
+        "/abs/events.out.tfevents.1": b"looks absolute", "a//events.out.tfevents.1": b"empty segment",
+        "./b/events.out.tfevents.1": b"dot", "c/events.out.tfevents.1/": b"trailing slash",
+        "d\\..\\events.out.tfevents.1": b"backslashes"})
+    target = tmp_path / "deep" / "logs"
+    proc = smtrain("tensorboard", "odd-keys", "--dir", str(target), "-o", "json", env=env_for(aws, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"] == 4 and tree(target) == {**EVENTS, **good}
+    # Nothing beside or above the directory, and nothing in it but the event files, their folders and the record.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "deep"]  # bin: env_for's empty PATH
+    assert set(everything(tmp_path / "deep")) == {"logs", f"logs/{MARKER}", "logs/train", "logs/validation", "logs/x",
+                                                  "logs/x/train", "logs/f", "logs/f/events.out.tfevents.1",
+                                                  *(f"logs/{name}" for name in {**EVENTS, **good})}
+    uri = f"{TB_PATH}/odd-keys/tensorboard-output/"
+    [others, unsafe, clash] = notes(proc)
+    assert others == (f"note: 1 object under {uri} is not a TensorBoard event file (events.out.tfevents.*): not "
+                      "downloaded")
+    assert unsafe.startswith("note: skipped '../x/events.out.tfevents.1', './b/events.out.tfevents.1', "  # S3's order
+                             f"'/abs/events.out.tfevents.1' and 4 more under {uri}: ")
+    assert unsafe.endswith(f"names no file inside {target}")
+    assert clash == f"note: skipped 'f/events.out.tfevents.1' under {uri}: S3 holds each as a file and as a folder at once"
 
 
 @no_tensorboard_here
@@ -206,15 +404,22 @@ def test_a_submitted_job_s_event_files_are_found_where_its_request_put_them(aws:
 
 # --- the parts, without a server ------------------------------------------------------------------
 
-def test_keys_that_would_climb_out_of_the_directory_are_refused() -> None:
-    prefix = "out/tensorboard/j/tensorboard-output/"
-    assert _relative(prefix + "train/e.v2", prefix) == ("train", "e.v2")
-    assert _relative(prefix + "train//e.v2", prefix) == ("train", "e.v2")
-    assert _relative(prefix + "train/", prefix) is None  # a "folder"
-    assert _relative(prefix + "./train/e.v2", prefix) == ("train", "e.v2")
-    for bad in ("../x", "train/../../x", "..", "a/.."):
-        with pytest.raises(UserError):
-            _relative(prefix + bad, prefix)
+def test_only_keys_that_name_a_file_inside_the_directory_map_to_one() -> None:
+    assert local_parts("train/events.out.tfevents.1.v2") == ("train", "events.out.tfevents.1.v2")
+    assert local_parts("events.out.tfevents.1") == ("events.out.tfevents.1",)
+    assert local_parts("run 1/é/events.out.tfevents.1") == ("run 1", "é", "events.out.tfevents.1")
+    for bad in ("../x", "train/../../x", "..", "a/..", "/etc/x", "train//x", "./train/x", "train/", "",
+                "a\\..\\x", "a\0b/x"):
+        assert local_parts(bad) is None, bad
+
+
+def test_event_files_are_named_as_tf_summary_names_them() -> None:
+    for name in ("events.out.tfevents.1700000000.algo-1.41.0.v2", "events.out.tfevents.1700000000.host",
+                 "events.out.tfevents.1700000000.algo-1.profile-empty"):
+        assert is_event_file(name), name
+    for name in ("events.out.tfevents.", "README.md", "xevents.out.tfevents.1", "train", "projector_config.pbtxt",
+                 "events.out.tfevent.1", MARKER, ".smtrain-download-1-ab"):
+        assert not is_event_file(name), name
 
 
 def test_the_cache_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -180,3 +180,17 @@ def test_the_epoch_rule_without_train_epoch_and_with_an_epoch_run_twice() -> Non
                        "train:loss": [(t[0], 1.0), (t[1], 0.6), (t[2], 7.0), (t[3], 0.4)]},
                       ["validation:loss", "train:loss"])
     assert [(s.name, [(p.epoch, p.value) for p in s.points]) for s in series] == [("train:loss", [(1, 1.0), (2, 0.4)])]
+
+
+def test_the_epoch_is_the_whole_number_logged_and_values_are_kept_as_read() -> None:
+    from smtrain.sagemaker.metric_series import by_epoch
+
+    t = [dt.datetime(2026, 11, 23, 8, 0, s, tzinfo=dt.timezone.utc) for s in range(8)]
+    epochs = [(t[0], 3.0), (t[1], -1.0), (t[2], 0.0), (t[3], float("nan")), (t[4], 2.5), (t[5], 1e300),
+              (t[6], float("inf")), (t[7], 1.0)]
+    losses = [(stamp, value) for stamp, value in zip(t, [0.3, float("nan"), -0.0, 9.0, 9.0, 9.0, 9.0, 1e308],
+                                                     strict=True)]
+    (loss,) = by_epoch({"train:epoch": epochs, "train:loss": losses}, ["train:loss"])
+    shown = [(p.epoch, p.value) for p in loss.points]
+    assert [epoch for epoch, _ in shown] == [-1, 0, 1, 3]  # no epoch from nan, 2.5, 1e300 or inf
+    assert str(shown) == str([(-1, float("nan")), (0, -0.0), (1, 1e308), (3, 0.3)])

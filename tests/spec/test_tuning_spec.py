@@ -189,3 +189,56 @@ def test_a_trial_value_the_field_refuses_is_a_spec_error(tmp_path: Path) -> None
     assert tuning is not None
     with pytest.raises(SpecError, match="must be more than 0"):
         load_spec(spec, trial_overrides(tuning, {"training.learning_rate": -1.0}))
+
+
+_HUGE = "1" + "0" * 400  # 10^400: past a float
+# (a range, its field, words of the one problem): bounds no trial can be drawn between
+UNREPRESENTABLE = [
+    (f"hyperparameters.units: {{min: 1, max: {_HUGE}}}", "max", "beyond what an integer range can draw"),
+    (f"hyperparameters.units: {{min: -{_HUGE}, max: 1}}", "min", "within ±9007199254740991 (2^53 - 1)"),
+    ("hyperparameters.units: {min: 1, max: 9007199254740992}", "max", "beyond what an integer range can draw"),
+    ("hyperparameters.units: {min: 1.0, max: 1.0e+20, type: integer}", "max", "beyond what an integer range"),
+    ("hyperparameters.units: {min: 1, max: 100000000000000000000000000000, scaling: logarithmic}", "max",
+     "beyond what an integer range can draw"),
+    (f"hyperparameters.dropout: {{min: 0.5, max: {_HUGE}}}", "max", "beyond the largest float"),
+    (f"hyperparameters.dropout: {{min: 0, max: {_HUGE}, type: continuous}}", "max", "beyond the largest float"),
+    ("hyperparameters.dropout: {min: -1e308, max: 1e308}", "max", "wider than the largest float"),
+    ("hyperparameters.dropout: {min: -1.7e308, max: 0.2e308}", "max", "wider than the largest float"),
+    ("hyperparameters.dropout: {min: 0, max: .inf}", "max", "not a finite number"),
+    ("hyperparameters.dropout: {min: .nan, max: 1.0}", "min", "not a finite number"),
+    ("hyperparameters.dropout: {min: -0.0, max: 0.0}", "max", "must be more than min"),
+    (f"training.learning_rate: {{min: 0.5, max: {_HUGE}}}", "max", "training.learning_rate: "),
+]
+
+
+@pytest.mark.parametrize(("ranges", "field", "words"), UNREPRESENTABLE)
+def test_bounds_past_what_a_trial_can_draw_are_refused_at_their_field(tmp_path: Path, ranges: str, field: str,
+                                                                      words: str) -> None:
+    errors = _errors(tmp_path, "  objective: validation:accuracy\n  ranges:\n    " + ranges + "\n")
+    assert len(errors) == 1, errors
+    key = ranges.partition(":")[0]
+    assert f": tuning.ranges['{key}'].{field}: " in errors[0] and words in errors[0], errors[0]
+    assert errors[0].startswith(f"{BASE_LINES + 4}:") and len(errors[0]) < 300, errors[0]
+
+
+@pytest.mark.parametrize("ranges", ["hyperparameters.units: {min: -9007199254740991, max: 9007199254740991}",
+                                    "hyperparameters.dropout: {min: 1e307, max: 1e308}",
+                                    "hyperparameters.dropout: {min: -8e307, max: 8e307}",
+                                    "hyperparameters.dropout: {min: 1.0e-320, max: 1.0e-319, scaling: logarithmic}"])
+def test_extreme_bounds_that_can_be_drawn_are_valid_and_drawn_across_the_range(tmp_path: Path, ranges: str) -> None:
+    import random
+
+    from smtrain.local.trial_sampling import draw
+    from smtrain.plan.tuning import _tuned_range
+
+    spec = _write(tmp_path, "  objective: validation:accuracy\n  ranges:\n    " + ranges + "\n")
+    result = run("validate", str(spec))
+    assert result.code == 0, result.output
+    loaded = load_spec(spec).spec
+    assert loaded.tuning is not None
+    ((key, spec_range),) = loaded.tuning.ranges.items()
+    tuned = _tuned_range(key, spec_range, type(loaded.training))
+    rng = random.Random(7)
+    drawn = [draw(tuned, rng) for _ in range(20)]
+    assert all(tuned.min <= value <= tuned.max for value in drawn), drawn  # type: ignore[operator]
+    assert len(set(drawn)) > 10, drawn  # not one bound every time
