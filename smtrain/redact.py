@@ -103,9 +103,11 @@ def _leaves(value: object) -> Iterable[str]:
 def secret_shaped(value: str) -> bool:
     """Whether `value`, whole, has the shape of an AWS secret access key: 40 characters of base64 with
     both cases and a '/', a '+' or at least two digits (a random key has them; a git commit id, hex
-    in one case, and a long CamelCase name do not)."""
+    in one case, and a long CamelCase name do not), not starting with '/'."""
     value = value.strip()
-    return (_AWS_SECRET_KEY.fullmatch(value) is not None
+    # An absolute path is a path (a working directory of 40 letters, digits and slashes would otherwise
+    # hide every message that names a file under it); a key starts with "/" once in 64.
+    return (not value.startswith("/") and _AWS_SECRET_KEY.fullmatch(value) is not None
             and ("/" in value or "+" in value or sum(c.isdigit() for c in value) >= 2))
 
 
@@ -132,8 +134,12 @@ def _known_values() -> KnownValues:
     if not _environment_read:
         _environment_read = True
         for name, value in os.environ.items():
-            if (looks_secret(name) and name not in _NOT_SECRET_ENV) or secret_shaped(value):
-                _known.add(value.strip() if secret_shaped(value) else value)
+            if name in _NOT_SECRET_ENV:
+                continue
+            if looks_secret(name):
+                _known.add(value)
+            elif secret_shaped(value):
+                _known.add(value.strip())
     return _known
 
 

@@ -8,15 +8,19 @@ terminal would show of it: the final state of the bar and, after it, anything pr
 The same step keeps a job's output from driving the reader's terminal: every escape sequence
 (ECMA-48 control sequences, 7-bit or 8-bit, among them window titles, OSC 52 clipboard writes,
 hyperlinks and device control strings), every other C0/C1 control but the tab, and the invisible
-format characters (zero-width, bidirectional overrides) are dropped, the way a careful log viewer
-shows text. Masking (smtrain.redact) runs on the result: a secret printed with an escape sequence
-in its middle is whole again here, as the terminal would have drawn it, and so is recognised.
+format characters (zero-width ones, bidirectional controls, the soft hyphen, tag characters) are
+dropped, the way a careful log viewer shows text. Masking (smtrain.redact) runs on the result: a
+secret printed with an escape sequence in its middle is whole again here, as the terminal would have
+drawn it, and so is recognised.
 """
 
 from __future__ import annotations
 
 import re
 
+# Invisible format characters: soft hyphen, grapheme joiner, bidirectional marks and overrides, zero-width
+# ones, interlinear annotation, tags.
+_INVISIBLE = r"\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
 # Alternatives in order: control strings (OSC, DCS, SOS, PM, APC; ended by ST or BEL, or running to the
 # end of the text, as a terminal swallows an unterminated one); control sequences (CSI, colours among
 # them); any other escape sequence (ESC, intermediates, final byte: charset switches, RIS...); and the
@@ -25,9 +29,9 @@ _ESCAPES = re.compile(
     r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     r"|\x1b[ -/]*[0-~]?"
-    r"|[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+    rf"|[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f{_INVISIBLE}]")
 _CONTROL = re.compile(r"[\r\b]")
-_ANY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_ANY = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 def as_shown(text: str) -> str:

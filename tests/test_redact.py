@@ -203,7 +203,8 @@ SPLIT_SECRET = "split-canary-secret-0001"
 
 
 @pytest.mark.parametrize("cut", ["\x1b[0m", "\x1b[1;31m", "\x9b0m", "\x1b]0;title\x07", "\x1b]8;;https://x\x1b\\",
-                                 "\x1bP1$r\x1b\\", "\x07", "\x00", "\u200b", "\u202e", "\x1b(B", "x\bX\b"])
+                                 "\x1bP1$r\x1b\\", "\x07", "\x00", "\u200b", "\u202e", "\x1b(B", "x\bX\b",
+                                 "\u061c", "\u00ad", "\U000e0041", "\ufff9", "\u2066"])
 def test_a_secret_cut_by_a_control_sequence_is_masked_as_the_terminal_shows_it(cut: str) -> None:
     remember({"password": SPLIT_SECRET})
     cut = cut.replace("x\bX\b", "")  # a backspace pair draws and erases in place: nothing shown
@@ -236,9 +237,19 @@ def test_output_reaches_a_terminal_with_no_control_but_drawn_text(printed: str, 
     ("5d0912510ec223c8c42bd0b3aae7e15c737f583a", False),  # a git commit id
     ("MyVeryLongApplicationNameVersion2Release", False),  # CamelCase, one digit
     ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKE", False),  # 39 characters
+    ("/tmp/Experiments/MnistModel2/runs/Trial1", False),  # a working directory: a path
 ])
 def test_a_value_shaped_like_an_aws_secret_key_is_masked_under_any_name(value: str, secret: bool) -> None:
     redact._forget()
     remember({"BUILD_REF": value, "nested": {"other": value}})
     assert (mask_text(f"ref={value};") == f"ref={MASK};") is secret
     assert (mask_data({"BUILD_REF": value}) == {"BUILD_REF": MASK}) is secret
+
+
+def test_a_working_directory_shaped_like_a_key_stays_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PWD", "/tmp/Experiments/MnistModel2/runs/Trial1")
+    monkeypatch.setenv("OLDPWD", "Experiments/MnistModel2/runs/Trial12/Xyz")  # by its name: not a secret
+    monkeypatch.setenv("BUILD_REF", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    text = "/tmp/Experiments/MnistModel2/runs/Trial1/job.yaml:3: role; Experiments/MnistModel2/runs/Trial12/Xyz"
+    assert mask_text(text) == text
+    assert mask_text("ref wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY") == f"ref {MASK}"

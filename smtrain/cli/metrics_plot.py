@@ -61,20 +61,22 @@ def left_out_text(metrics: JobMetrics) -> str | None:
 
 def plot_text(metrics: JobMetrics, width: int, height: int, *, color: bool) -> str | None:
     """The charts side by side in `width` x `height` terminal cells, then the line naming the points left out (not
-    finite) if any; None when there is nothing to draw."""
+    finite) if any: only that line when no point is finite; None when there is no series to draw."""
     import plotext
 
     shown = [(title, [one for one in series if _finite(one)]) for title, series in panels(metrics)]
     shown = [(title, series) for title, series in shown if series]
+    note = left_out_text(metrics)
     if not shown:
-        return None
+        return note  # every point not finite: the line that says so is all there is to show
     figure = plotext.figure
     figure.clear()
     figure.plot_size(width, height)
     figure.theme("default" if color else "clear")
-    figure.subplots(1, len(shown))
+    if len(shown) > 1:
+        figure.subplots(1, len(shown))  # plotext's grid of one is no panel at all: one chart is the figure
     for column, (title, series) in enumerate(shown, start=1):
-        panel = figure.subplot(1, column)
+        panel = figure.subplot(1, column) if len(shown) > 1 else figure
         unit = _unit([p.value for one in series for p in _finite(one)])
         in_units = f", x{unit:.0e}" if unit != 1 else ""
         panel.title(f"{title} per epoch ({metrics.host}{in_units})")
@@ -96,5 +98,4 @@ def plot_text(metrics: JobMetrics, width: int, height: int, *, color: bool) -> s
         panel.legend(x=epochs[-1], y=max(values) if falling else min(values), ha="right",
                      va="top" if falling else "bottom", relative=True)
     chart = str(figure.build().string(colorless=not color)).rstrip()
-    note = left_out_text(metrics)
     return chart if note is None else f"{chart}\n{note}"

@@ -76,11 +76,15 @@ _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 # A URL's user and password reach git the way a credential helper gives them: from these variables of the
 # git process (which only its user can read), never on a command line, where every user's `ps` shows them.
 _USER_VARIABLE, _PASSWORD_VARIABLE = "SMTRAIN_GIT_USERNAME", "SMTRAIN_GIT_PASSWORD"
+_HOST_VARIABLE = "SMTRAIN_GIT_HOST"  # the URL's host[:port]: a redirect to another host gets nothing
 # The first empty value drops the helpers the user configured: the URL's credentials are the ones to use
 # (as git does with a URL that carries them), and none is handed to a helper that stores what it is given.
+# The helper reads git's question (`host=...` lines up to an empty one) and answers only for the URL's host.
 _CREDENTIAL_HELPER = ("-c", "credential.helper=", "-c",
-                      f"credential.helper=!f() {{ if [ \"$1\" = get ]; then printf 'username=%s\\npassword=%s\\n' "
-                      f"\"${_USER_VARIABLE}\" \"${_PASSWORD_VARIABLE}\"; fi; }}; f")
+                      "credential.helper=!f() { test \"$1\" = get || return 0; h=; "
+                      "while IFS= read -r l && [ -n \"$l\" ]; do case \"$l\" in host=*) h=\"${l#host=}\";; esac; "
+                      f"done; [ \"$h\" = \"${_HOST_VARIABLE}\" ] && printf 'username=%s\\npassword=%s\\n' "
+                      f"\"${_USER_VARIABLE}\" \"${_PASSWORD_VARIABLE}\"; return 0; }}; f")
 # Schemes whose transport takes a user and password (git's http.c); ssh takes the user from the URL.
 _PASSWORD_SCHEMES = ("http", "https", "ftp", "ftps")
 # What git says when another git holds a lock in the cache's repository (a run without fcntl, the user's
@@ -195,7 +199,8 @@ def _without_credentials(url: str) -> tuple[str, dict[str, str]]:
     if parts.scheme.lower() in _PASSWORD_SCHEMES:
         remember({"password": unquote(password or user)})  # as git may show it: decoded
         return urlunsplit(parts._replace(netloc=host)), {_USER_VARIABLE: unquote(user),
-                                                         _PASSWORD_VARIABLE: unquote(password)}
+                                                         _PASSWORD_VARIABLE: unquote(password),
+                                                         _HOST_VARIABLE: host}
     return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host)), {}
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from smtrain.spec.python_file import walk
@@ -223,8 +222,3 @@ def _parser_handed_on(tree: ast.AST) -> bool:
             if any(isinstance(arg, ast.Name) and arg.id in parsers for arg in given):
                 return True
     return False
-
-
-def read_script_args(path: Path) -> ScriptArgs:
-    """The argparse declarations of the script at `path`; SyntaxError (or ValueError) if it does not parse."""
-    return script_args(ast.parse(path.read_bytes(), filename=str(path)))

@@ -490,3 +490,16 @@ exec '{REAL_GIT}' "$@"
     assert not any(s in proc.output for s in secrets)
     cached = [f for f in (tmp_path / "cache").rglob("*") if f.is_file()]
     assert cached and not [f for f in cached if any(s.encode() in f.read_bytes() for s in secrets)]
+
+
+@pytest.mark.parametrize(("asked", "answered"), [("git.example.com:8443", True), ("elsewhere.example.com", False),
+                                                 ("git.example.com", False)])
+def test_the_credential_helper_answers_only_for_the_urls_host(asked: str, answered: bool) -> None:
+    """A remote that redirects git to another host, which then asks for a password, gets none of the URL's."""
+    address, credentials = git_source._without_credentials("https://me:s3cr%2Ft@git.example.com:8443/team/repo.git")
+    assert address == "https://git.example.com:8443/team/repo.git"
+    env = {**os.environ, **git_source._GIT_ENV, **credentials, "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
+    proc = subprocess.run(["git", *git_source._CREDENTIAL_HELPER, "credential", "fill"], env=env, text=True,
+                          input=f"protocol=https\nhost={asked}\npath=team/repo.git\n\n", capture_output=True)
+    assert ("password=s3cr/t" in proc.stdout) is answered, proc.stdout + proc.stderr
+    assert ("username=me" in proc.stdout) is answered

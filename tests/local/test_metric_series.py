@@ -109,6 +109,24 @@ def test_the_plot_draws_loss_and_accuracy_with_train_and_validation_told_apart_w
     assert plot_text(metrics, 90, 16, color=True) != text  # colour is a choice, not the default
 
 
+def test_one_chart_left_is_drawn_and_a_plot_with_no_finite_point_says_so() -> None:
+    from smtrain.jobs import JobInfo, JobMetrics, MetricPoint, MetricSeries
+
+    def metrics(*series: tuple[str, list[float]]) -> JobMetrics:
+        return JobMetrics(JobInfo("p", "local", "Completed"), "log", "algo-1", ("algo-1",), tuple(
+            MetricSeries(name, tuple(MetricPoint(n, v, None) for n, v in enumerate(values, start=1)))
+            for name, values in series))
+
+    nan = float("nan")
+    loss_only = plot_text(metrics(("train:loss", [1.0, 0.7, 0.5])), 80, 14, color=False)
+    assert loss_only is not None and "loss per epoch (algo-1)" in loss_only and "0.5" in loss_only
+    diverged = plot_text(metrics(("train:loss", [nan, nan]), ("train:accuracy", [0.1, 0.2])), 80, 14, color=False)
+    assert diverged is not None and "accuracy per epoch" in diverged and "loss per epoch" not in diverged
+    assert diverged.endswith("not plotted (not a finite number): train:loss epoch 1 (nan), train:loss epoch 2 (nan)")
+    nothing = plot_text(metrics(("train:loss", [nan, float("inf")])), 80, 14, color=False)
+    assert nothing == "not plotted (not a finite number): train:loss epoch 1 (nan), train:loss epoch 2 (inf)"
+
+
 def test_not_finite_and_huge_values_and_logged_epochs_are_shown_as_logged(tmp_path: Path, capsys) -> None:
     """The table, JSON and plot of a log whose loss goes nan, inf, ±1e308, whose epochs come out of order, as
     -1 and 0, and (on algo-2) whose lines carry no ` step=` for the bundled train:epoch regex."""
