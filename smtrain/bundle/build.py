@@ -73,7 +73,7 @@ from smtrain.bundle.model import (
 )
 from smtrain.bundle.secret_content import read_head, secret_in
 from smtrain.bundle.sizes import human, large_files_warning, refuse_hopeless, refuse_huge_files, size_error
-from smtrain.bundle.walk import skipped_warning, walk_tree
+from smtrain.bundle.walk import marked_warning, skipped_warning, walk_tree
 
 _REQUIREMENTS_FIELD = ("code", "requirements")
 
@@ -176,6 +176,7 @@ def plan_bundle(
         raise TypeError("allow and exclude_entrypoint_files take a sequence of patterns, not a string")
 
     skipped: list[tuple[str, str]] = []
+    marked: list[str] = []
     problems: list[str] = []
 
     entry_files: list[PlannedFile] = []
@@ -188,6 +189,7 @@ def plan_bundle(
                          check_secrets=False, prefix=prefix)
         entry_files += walk.files
         skipped += walk.skipped
+        marked += walk.marked
         problems += walk.problems
     excluded = pathspec.GitIgnoreSpec.from_lines(list(exclude_entrypoint_files))
     entry_files = [f for f in entry_files if not excluded.match_file(f.path)]
@@ -212,6 +214,7 @@ def plan_bundle(
         )
         source_files = walk.files
         skipped += walk.skipped
+        marked += walk.marked
         problems += walk.problems
         named_secrets = walk.secrets
 
@@ -267,7 +270,7 @@ def plan_bundle(
     planned = sorted(entry_files + source_files, key=lambda p: sort_key(p.path))
     refuse_hopeless(planned, max_size)
     skipped.sort(key=lambda item: sort_key(item[0]))
-    warnings = [w for w in (skipped_warning(skipped), large_files_warning(planned)) if w]
+    warnings = [w for w in (skipped_warning(skipped), marked_warning(marked), large_files_warning(planned)) if w]
     return PlannedBundle(tuple(planned), tuple(rel for rel, _ in skipped), tuple(warnings), max_size)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from smtrain.bundle.ignore import SMTRAINIGNORE, Rules, read_ignore_file
 from smtrain.bundle.model import Origin, PlannedFile
-from smtrain.bundle.own_places import is_marked
+from smtrain.bundle.own_places import MARKER, is_marked
 from smtrain.bundle.secret_guard import looks_secret
 
 _ALWAYS_EXCLUDED_NAMES = frozenset(
@@ -30,6 +30,7 @@ class Walk:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (archive path, what it is)
     problems: list[str] = field(default_factory=list)
     secrets: list[tuple[str, str]] = field(default_factory=list)  # (archive path, as shown)
+    marked: list[str] = field(default_factory=list)  # directories left out by their marker alone
 
 
 def special_kind(mode: int) -> str:
@@ -105,8 +106,12 @@ def walk_tree(
             is_dir = st is not None and stat.S_ISDIR(st.st_mode)
             if is_dir and _is_venv(entry.path, name):
                 continue
-            if is_dir and (is_marked(entry.path) or os.path.realpath(entry.path) in own):
-                continue  # a local run's output or records: the next job must not carry the last one's
+            if is_dir and os.path.realpath(entry.path) in own:
+                continue  # the spec's local output or SMTRAIN_HOME: the next job must not carry the last one's
+            if is_dir and is_marked(entry.path):
+                if rules is None or not rules.ignored(rel + "/"):
+                    out.marked.append(rel)  # an earlier run's output, or a marker copied in: said, in case it is code
+                continue
             if not is_dir and name.endswith(_BYTECODE_SUFFIXES):
                 continue
 
@@ -156,6 +161,15 @@ def walk_tree(
 
     visit(str(root), prefix, rules, frozenset({root_real}), False)
     return out
+
+
+def marked_warning(marked: list[str]) -> str | None:
+    """A warning naming the directories left out as smtrain's own (they hold its marker), or None."""
+    if not marked:
+        return None
+    listing = "\n".join(f"  {rel}/" for rel in marked)
+    return (f"left out of the code bundle as what an earlier local run wrote (each holds {MARKER}):\n{listing}\n"
+            f"If one is code, delete its {MARKER}.")
 
 
 def skipped_warning(skipped: list[tuple[str, str]]) -> str | None:

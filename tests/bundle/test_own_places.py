@@ -41,9 +41,21 @@ def test_a_marked_directory_is_left_out_at_any_depth_and_through_a_link(tmp_path
     (src / "linked").symlink_to(src / "outputs", target_is_directory=True)
     # A negation cannot bring a file of smtrain's back.
     (src / ".smtrainignore").write_text("!outputs/model.bin\n")
-    paths = {f.path for f in build_bundle(None, src).files}
+    bundle = build_bundle(None, src)
+    paths = {f.path for f in bundle.files}
     assert paths == {"train.py", "lib/util.py", "runs/a/b/keep.txt", "notes/out/plan.txt"}
     assert not any(MARKER in p for p in paths)
+    # Said, not silent: a marker copied into code would otherwise drop it without a word.
+    [said] = [w for w in bundle.warnings if MARKER in w]
+    assert "  runs/a/b/out/\n" in said and "  outputs/\n" in said and "  linked/\n" in said
+
+
+def test_the_spec_s_own_output_inside_the_source_dir_is_left_out_without_a_warning(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write(src, {**CODE, "out/job/model.bin": "weights"})
+    mark(src / "out" / "job")
+    bundle = build_bundle(None, src, leave_out=[src / "out"])
+    assert {f.path for f in bundle.files} == {"train.py", "lib/util.py"} and bundle.warnings == ()
 
 
 def test_leave_out_takes_only_directories_below_the_source_dir(tmp_path: Path) -> None:
