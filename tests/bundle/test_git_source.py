@@ -159,11 +159,15 @@ def _plan_after(start: Any, path: str, cache: str, results: Any) -> None:
     with the others at once."""
     os.environ["XDG_CACHE_HOME"] = cache
     start.wait()
-    proc = run("plan", path, "-o", "json")
-    commit = json.loads(proc.stdout)["git"]["commit"] if proc.code == 0 else None
-    results.put((proc.code, commit, proc.output[-500:]))
+    try:
+        proc = run("plan", path, "-o", "json")
+        commit = json.loads(proc.stdout)["git"]["commit"] if proc.code == 0 else None
+        results.put((proc.code, commit, proc.output[-500:]))
+    except BaseException as exc:  # a child that dies says why, instead of leaving the parent to time out
+        results.put((-1, None, f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.slow  # 25 processes
 def test_concurrent_plans_while_the_branch_moves_all_succeed(tmp_path: Path, repo: dict[str, str]) -> None:
     """24 plans at once against a repository whose branch another process keeps moving: each ends with exit
     0 and the checkout of a commit the branch had, whatever the order in which their fetches and pins meet
@@ -183,14 +187,17 @@ def test_concurrent_plans_while_the_branch_moves_all_succeed(tmp_path: Path, rep
         ["sh", "-c", 'while :; do for c in "$@"; do git --git-dir "$0" update-ref refs/heads/exp "$c"; '
                      'echo >> "$0.moves"; done; done', str(bare), *contents],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    plans: list[Any] = []
     try:
-        while not moves.exists():
-            time.sleep(0.01)  # it has begun
+        deadline = time.monotonic() + 60
+        while not moves.exists():  # it has begun
+            assert mover.poll() is None and time.monotonic() < deadline, "the branch mover did not start"
+            time.sleep(0.01)
         path = spec_file(tmp_path, spec_text("  git:\n    repository: origin.git\n    branch: exp\n"
                                              "    directory: src\n"))
         fork = multiprocessing.get_context("fork")
         start, results = fork.Event(), fork.Queue()
-        plans = [fork.Process(target=_plan_after, args=(start, str(path), str(tmp_path / "cache"), results))
+        plans += [fork.Process(target=_plan_after, args=(start, str(path), str(tmp_path / "cache"), results))
                  for _ in range(24)]
         for plan in plans:
             plan.start()
@@ -201,6 +208,10 @@ def test_concurrent_plans_while_the_branch_moves_all_succeed(tmp_path: Path, rep
     finally:
         mover.terminate()
         mover.wait()
+        for plan in plans:  # none outlives the test, whatever ended it
+            if plan.is_alive():
+                plan.kill()
+                plan.join()
     assert [out for out in outcomes if out[0] != 0] == []
     trees = tmp_path / "cache" / "smtrain" / "git"
     for _, commit, _ in outcomes:
@@ -474,6 +485,7 @@ exec '{REAL_GIT}' "$@"
     finally:
         server.shutdown()
         thread.join()
+        server.server_close()
     assert proc.code == 0, proc.output
     assert json.loads(proc.stdout)["git"]["commit"] == repo["one"]  # the default branch, main
     assert server.refused >= 1 and server.command_lines  # git asked, and was answered only with the token

@@ -118,5 +118,5 @@ def test_the_bound_follows_a_larger_code_max_bundle_size(tmp_path: Path) -> None
                                                      "max_bundle_size": "3GB"})
     sparse(tmp_path / "src" / "weights.h5", 4 * 10**9)
     proc = smtrain("validate", spec)
-    assert proc.returncode == 2 and "1 file over 3.0 GB" not in proc.stderr
+    assert proc.returncode == 2
     assert "a file over 3.0 GB (3000000000 bytes)" in proc.stderr and "weights.h5  4.0 GB" in proc.stderr
