@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test lint demo demo-tune bench horovod-env clean
+.PHONY: install test lint demo demo-tune bench bench-install horovod-env sdk-v2-env sdk-v3-env tf-registries clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,21 @@ install: $(STAMP)
 horovod-env:
 	bash scripts/horovod-env.sh
 
-test: install horovod-env
+# SDK v2 alone in a venv of its own (tests/support/sdk_envs.py), built once into a cache outside the repo
+# (under a minute from the package index): tests/cli/test_sdk_beside.py installs smtrain beside it.
+sdk-v2-env: install
+	$(BIN)/python -m tests.support.sdk_envs v2
+
+# SDK v3 (sagemaker-core>=2.27) in a venv of its own, cached the same way: tests/plan/test_tf_registries_sdk.py
+# checks smtrain's image registry data against its table (v2 and v3 cannot share an environment).
+sdk-v3-env: install
+	$(BIN)/python -m tests.support.sdk_envs v3
+
+# Rewrite smtrain/plan/data/tf_registries.yaml from SDK v2's table (.venv), SDK v3's and botocore's ECR hosts.
+tf-registries: install sdk-v3-env
+	$(BIN)/python -m tests.tools.tf_registries
+
+test: install horovod-env sdk-v2-env sdk-v3-env
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install
@@ -38,6 +52,11 @@ demo-tune: install
 
 bench: install
 	$(BIN)/python bench/run.py --out bench/results.json
+
+# The installed size of `pip install smtrain` alone (git HEAD's wheel and the working tree's, each in a fresh
+# venv, dependencies from the index: minutes), merged into bench/results.json.
+bench-install: install
+	$(BIN)/python bench/run.py --out bench/results.json --only-install-size
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

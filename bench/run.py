@@ -1,6 +1,7 @@
-"""`make bench`: wall times of the CLI paths, secret masking at scale, the spec fuzz suite's count and
-time, the entrypoint's training figures, the wrap's overhead and the training throughput of six ways to
-train one model, in one run.
+"""`make bench`: wall times of the CLI paths, `submit --dry-run` against a bare boto3 client, the installed
+size of `pip install smtrain` at git's HEAD and in the working tree, secret masking at scale, the spec fuzz
+suite's count and time, the entrypoint's training figures, the wrap's overhead and the training throughput
+of six ways to train one model, in one run.
 
 Figures go to a JSON file (default bench/results.json) with the machine they were taken on.
 """
@@ -47,6 +48,75 @@ def cli_figures(repeat: int) -> dict[str, dict[str, float]]:
                                                           repeat),
         "smtrain submit --dry-run": timed(smtrain + ["submit", spec, "--dry-run"], repeat),
     }
+
+
+def dry_run_against_boto3(repeat: int) -> dict[str, object]:
+    """`submit --dry-run` against the least a launcher on boto3 pays: importing boto3 and creating a SageMaker
+    client (region set, no call), in fresh processes, alternating so that both see the same machine load.
+    Issue 23 asks for a ratio of at most 3 (20 with the SageMaker SDK in the dry run)."""
+    env = {**os.environ, "SAGEMAKER_SUPPRESS_V2_WARNING": "1", "AWS_EC2_METADATA_DISABLED": "true"}
+    commands = {
+        "smtrain submit configs/mwms.yaml --dry-run --output json":
+            [str(BIN / "smtrain"), "submit", "configs/mwms.yaml", "--dry-run", "--output", "json"],
+        "boto3 SageMaker client": [sys.executable, "-c",
+                                   "import boto3; boto3.client('sagemaker', region_name='us-east-1')"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for rep in range(repeat + 1):  # the first round warms the file cache and is not counted
+        for name, cmd in commands.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, check=True)
+            if rep:
+                times[name].append(time.perf_counter() - start)
+    figures: dict[str, object] = {name: {"median_s": round(statistics.median(ts), 3), "min_s": round(min(ts), 3),
+                                         "runs": repeat} for name, ts in times.items()}
+    dry, client = (statistics.median(ts) for ts in times.values())
+    figures["ratio"] = round(dry / client, 2)
+    return figures
+
+
+def _site_packages_mb(site: Path) -> float:
+    """Apparent size of every file under `site` (links not followed), in MB."""
+    total = sum(entry.stat(follow_symlinks=False).st_size for entry in site.rglob("*")
+                if entry.is_file() and not entry.is_symlink())
+    return round(total / 1e6, 1)
+
+
+def _installed_size(wheel: Path, venv: Path) -> dict[str, object]:
+    """`pip install WHEEL` (no extras, dependencies resolved from the index) in a fresh venv: what it holds."""
+    from tests.support.wheel import fresh_venv, pip
+
+    python, site = fresh_venv(venv)
+    start = time.perf_counter()
+    pip(python, "install", "--quiet", str(wheel)).check_returncode()
+    took = time.perf_counter() - start
+    listed = json.loads(pip(python, "list", "--format", "json").stdout)
+    names = sorted(d["name"].lower() for d in listed)
+    return {"site_packages_mb": _site_packages_mb(site), "distributions": len(names),
+            "sagemaker_packages": [n for n in names if n.startswith("sagemaker")], "install_s": round(took, 1)}
+
+
+def install_size_figures() -> dict[str, object]:
+    """The installed size of `pip install smtrain` (no extras) for the wheel of git's HEAD ("before") and of the
+    working tree ("after"), each in a fresh venv. HEAD's sources come from `git archive` (the working tree is
+    left alone). Downloads from the package index where pip's cache lacks a wheel: a few minutes at first."""
+    sys.path.insert(0, str(ROOT))
+    from tests.support.wheel import build_wheel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        head = base / "head"
+        head.mkdir()
+        archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(head)], input=archive, check=True)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                                text=True).stdout.strip()
+        before = _installed_size(build_wheel(base / "before", tree=head), base / "venv-before")
+        after = _installed_size(build_wheel(base / "after"), base / "venv-after")
+    return {"before": {"wheel_from": f"git HEAD {commit}", **before},
+            "after": {"wheel_from": "working tree", **after},
+            "measure": "apparent size of the files under a fresh venv's site-packages after `pip install WHEEL`"}
 
 
 def masking_figures(entries: int = 100_000, lines: int = 10_000) -> dict[str, object]:
@@ -156,6 +226,12 @@ def main() -> None:
                         help="only the wrap's overhead (bench/wrap_bench.py), merged into the existing --out file")
     parser.add_argument("--only-big-script", action="store_true",
                         help="only validate and init on a 5 MB script, merged into the existing --out file")
+    parser.add_argument("--only-dry-run", action="store_true",
+                        help="only submit --dry-run against a bare boto3 SageMaker client, merged into the existing "
+                             "--out file")
+    parser.add_argument("--only-install-size", action="store_true",
+                        help="only the installed size of `pip install smtrain` before (git HEAD) and after (working "
+                             "tree), merged into the existing --out file")
     parser.add_argument("--only-throughput", action="store_true",
                         help="only the training throughput (bench/throughput_bench.py), merged into the existing "
                              "--out file")
@@ -164,7 +240,9 @@ def main() -> None:
     only = [(flag, key, figures) for flag, key, figures in (
         (args.only_throughput, "training_throughput", throughput_figures), (args.only_wrap, "wrap_overhead", wrap_figures),
         (args.only_masking, "secret_masking", masking_figures), (args.only_fuzz, "spec_fuzz", fuzz_figures),
-        (args.only_big_script, "big_script", big_script_figures)) if flag]
+        (args.only_big_script, "big_script", big_script_figures),
+        (args.only_dry_run, "dry_run_against_boto3", lambda: dry_run_against_boto3(args.repeat)),
+        (args.only_install_size, "install_size", install_size_figures)) if flag]
     if only:
         _, key, figures = only[0]
         out = Path(args.out)
@@ -177,6 +255,8 @@ def main() -> None:
         "taken": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "cli_wall_time": cli_figures(args.repeat),
+        "dry_run_against_boto3": dry_run_against_boto3(args.repeat),
+        "install_size": install_size_figures(),
         "secret_masking": masking_figures(),
         "spec_fuzz": fuzz_figures(),
         "big_script": big_script_figures(),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
+import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -190,3 +192,53 @@ class Backend(Protocol):
     def event_files(self, name: str, directory: Path | None) -> EventFiles: ...
 
     def metrics(self, name: str, host: str | None = None) -> JobMetrics: ...
+
+# A job's metrics, one point per epoch: the rule both backends share.
+#
+# Epochs: CloudWatch keeps values with timestamps, not epochs. :func:`by_epoch` gives every point the epoch
+# of the ``train:epoch`` value of the same timestamp (the same log line locally and in a per-second read;
+# the same minute in a per-minute one, where train:epoch is read with the Maximum statistic: the last epoch
+# that ended in that minute, the other metrics being that minute's Average). A point without one is a
+# `progress` line's (it matches the train:* regexes too) and is left out. The epoch is the number logged, as
+# it is (0 and negative ones included): a train:epoch value that is no whole number (nan, 2.5, 1e300) makes
+# its timestamp no epoch's. A job whose lines carry no train:epoch counts epochs by order instead: each
+# distinct timestamp is the next epoch. A value is kept as read, nan and inf included (a local log has them).
+EPOCH = "train:epoch"  # its values are epoch numbers (smtrain_tf/metric_definitions.json)
+_HOST = re.compile(r"algo-[1-9][0-9]*")
+
+Raw = Mapping[str, Iterable[tuple[dt.datetime, float]]]  # metric name -> (timestamp, value) as read
+
+
+def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
+    """One point per epoch for each metric of `raw` (see the module's rule), in `order`, then the rest."""
+    points = {name: sorted(values, key=lambda p: p[0]) for name, values in raw.items()}
+    epochs = points.pop(EPOCH, [])
+    if epochs:
+        epoch_at = {stamp: int(value) for stamp, value in epochs if _whole(value)}
+    else:
+        stamps = sorted({stamp for values in points.values() for stamp, _ in values})
+        epoch_at = {stamp: n for n, stamp in enumerate(stamps, start=1)}
+    names = [n for n in dict.fromkeys(order) if n in points] + [n for n in points if n not in order]
+    series = []
+    for name in names:
+        kept: dict[int, MetricPoint] = {}
+        for stamp, value in points[name]:
+            if stamp in epoch_at:  # a later point of the same epoch (a restarted job) wins
+                kept[epoch_at[stamp]] = MetricPoint(epoch_at[stamp], value, stamp)
+        if kept:
+            series.append(MetricSeries(name, tuple(kept[e] for e in sorted(kept))))
+    return tuple(series)
+
+
+def _whole(value: float) -> bool:
+    # Within 2^53 a float holds every whole number exactly: past it an "epoch" is no count anyone logged.
+    return math.isfinite(value) and value.is_integer() and abs(value) <= 2**53
+
+
+def check_host(host: str | None, hosts: tuple[str, ...]) -> str:
+    """`host` (default: the chief, algo-1) when the job has it; else a usage error naming its hosts."""
+    if host is None:
+        return hosts[0]
+    if not _HOST.fullmatch(host) or host not in hosts:
+        raise UserError(f"--host {host}: the job's hosts are {', '.join(hosts)}", exit_codes.USAGE)
+    return host

@@ -1,8 +1,10 @@
 """The house's shape: imports run one way between the stages, with no cycle, read from the source (ast).
 
-Order, top to bottom (smtrain/__init__.py explains it): cli -> local -> sagemaker -> bundle -> plan
--> spec -> the shared modules directly under smtrain/. A module may import its own package and the
-stages below it, never one above. The bundled entrypoint (entrypoints/) never imports smtrain.
+Order, top to bottom (smtrain/__init__.py explains it): cli -> (sagemaker | local) -> render -> bundle ->
+preflight -> plan -> spec -> the shared modules directly under smtrain/. A module may import its own package
+and the stages below it, never one above, and never a sibling: the two backends (sagemaker, local) both take
+the rendered request and know nothing of each other. The bundled entrypoint (entrypoints/) never imports
+smtrain.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import pytest
 
 from tests.support import ROOT
 
-STAGES = ("shared", "spec", "plan", "bundle", "sagemaker", "local", "cli")
+STAGES = ("shared", "spec", "plan", "preflight", "bundle", "render", "sagemaker", "local", "cli")
+# Stages of one rank are siblings: neither may import the other.
+RANK = {"shared": 0, "spec": 1, "plan": 2, "preflight": 3, "bundle": 4, "render": 5, "sagemaker": 6, "local": 6,
+        "cli": 7}
 MAX_TOP_LEVEL_MODULES = 7  # besides __init__.py and __main__.py
 
 
@@ -72,12 +77,13 @@ def import_graph(package_root: Path) -> dict[str, set[tuple[int, str]]]:
 
 
 def backwards_imports(package_root: Path) -> list[str]:
-    """Every import that goes from a stage to a stage above it, as `file:line: a -> b`."""
-    rank = {stage: i for i, stage in enumerate(STAGES)}
+    """Every import that goes from a stage to one above it or to a sibling, as `file:line: a -> b`."""
     found = []
     for module, edges in import_graph(package_root).items():
         for line, target in sorted(edges):
-            if rank[stage_of(target)] > rank[stage_of(module)]:
+            source_stage, target_stage = stage_of(module), stage_of(target)
+            if RANK[target_stage] > RANK[source_stage] or (
+                    RANK[target_stage] == RANK[source_stage] and target_stage != source_stage):
                 found.append(f"{module.replace('.', '/')}.py:{line}: {module} ({stage_of(module)}) imports "
                              f"{target} ({stage_of(target)})")
     return found
@@ -132,6 +138,25 @@ def test_every_package_has_a_map_naming_each_of_its_modules(package: str) -> Non
     assert "May import" in doc
 
 
+def test_only_the_entry_imports_the_cli() -> None:
+    # The command line is the top of the house: a stage that reached into it would pull click and the
+    # commands into library code (and the backwards-import check counts smtrain.__main__ as cli).
+    offenders = [f"{module}:{line}: {target}" for module, edges in import_graph(ROOT / "smtrain").items()
+                 if stage_of(module) != "cli" or module == "smtrain.__main__"
+                 for line, target in sorted(edges) if stage_of(target) == "cli"
+                 and (module, target) != ("smtrain.__main__", "smtrain.cli.commands")]
+    assert offenders == []
+
+
+def test_no_module_hands_itself_to_another() -> None:
+    # `f(sys.modules[__name__])` lets f's module call this one's functions with no import the checks above
+    # can see (how `tune` once reached the commands module's private steps).
+    offenders = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sorted((ROOT / "smtrain").rglob("*.py"))
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.Subscript) and ast.unparse(node) == "sys.modules[__name__]"]
+    assert offenders == []
+
+
 def test_the_entrypoint_never_imports_smtrain() -> None:
     offenders = [f"{path}:{line}: {target}"
                  for path in sorted((ROOT / "entrypoints").rglob("*.py"))
@@ -179,3 +204,14 @@ def test_the_check_catches_a_backwards_import_and_a_cycle(tmp_path: Path) -> Non
         "smtrain/spec/model.py:1: smtrain.spec.model (spec) imports smtrain.plan (plan)",
         "smtrain/spec/model.py:1: smtrain.spec.model (spec) imports smtrain.plan.build (plan)"]
     assert cycles(pkg) == [["smtrain.plan.build", "smtrain.spec.model", "smtrain.plan.build"]]
+
+
+def test_the_check_catches_a_backend_importing_its_sibling(tmp_path: Path) -> None:
+    pkg = _tree(tmp_path, {
+        "smtrain/__init__.py": "", "smtrain/local/__init__.py": "", "smtrain/sagemaker/__init__.py": "",
+        "smtrain/local/request.py": "def f():\n    from smtrain.sagemaker import submit\n",
+        "smtrain/sagemaker/submit.py": "",
+    }) / "smtrain"
+    assert backwards_imports(pkg) == [
+        "smtrain/local/request.py:2: smtrain.local.request (local) imports smtrain.sagemaker (sagemaker)",
+        "smtrain/local/request.py:2: smtrain.local.request (local) imports smtrain.sagemaker.submit (sagemaker)"]

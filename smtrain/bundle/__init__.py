@@ -1,4 +1,4 @@
-"""Stage 3, Plan -> Request: the deterministic, content-addressed sourcedir.tar.gz, and the job's name.
+"""Stage 4, Plan -> Request: the deterministic, content-addressed sourcedir.tar.gz, and the job's name.
 
     build.py           plan_bundle(): entrypoint + source dir + requirements -> PlannedBundle, every
                        refusal and warning, nothing packed; build_bundle(): that, packed -> Bundle
@@ -17,5 +17,5 @@
                        installed
     request.py         Request (plan, job name, bundle, where it goes), make_request(), check_bundle()
 
-May import: plan, spec and the shared modules. Never a backend.
+May import: preflight, plan, spec and the shared modules. Never render or a backend.
 """

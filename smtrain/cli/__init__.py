@@ -1,6 +1,9 @@
 """The command line: click commands, how results are shown, and following a job.
 
-    commands.py  the click group and every command; parse, call a stage, print, exit code
+    commands.py  the click group and its commands (tune's, metrics' added): parse, call a stage, print, exit code
+    steps.py     what commands share: spec + every --set, catalog, code checks shown, bundle refusals, follow a job
+    options.py   the arguments and options several commands take (SPEC, --set, --strict, --timeout, --region, -o)
+    guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback)
     render.py    text for people, JSON/YAML with stable keys for pipelines
     costs.py     what jobs cost in `status` and `list --cost`: pricing the jobs shown, and their text
     quota_check.py  the Service Quotas check of `submit` and `plan --check`: its lines, exit 5 when nothing fits

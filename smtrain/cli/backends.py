@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from smtrain import exit_codes
-from smtrain.aws_config import default_region
+from smtrain.aws import default_region
 from smtrain.errors import UserError
 from smtrain.jobs import Backend
 

@@ -2,168 +2,30 @@
 
 from __future__ import annotations
 
-import functools
 import sys
-import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from smtrain import exit_codes
+from smtrain.cli import steps
 from smtrain.cli.closed_output import ClosedOutputGroup
+from smtrain.cli.guard import guard
+from smtrain.cli.metrics_command import metrics
+from smtrain.cli.options import output_option, region_option, set_option, spec_argument, strict_option, timeout_option
+from smtrain.cli.tune_command import tune
 from smtrain.errors import UserError
 from smtrain.jobs import JOB_STATUSES, exit_code_for
-from smtrain.plan.catalog import Catalog, CatalogError, load_catalog
 from smtrain.redact import mask_text
 from smtrain.spec.problems import SpecError
-from smtrain.spec.units import parse_duration, parse_since, parse_size
+from smtrain.spec.units import parse_since, parse_size
 
 if TYPE_CHECKING:
-    from smtrain.bundle.model import BundleError
     from smtrain.plan.build import Plan
-    from smtrain.plan.preflight import Finding, StandIn
-    from smtrain.spec.model import LoadedSpec
+    from smtrain.preflight.scan import Finding
     from smtrain.spec.problems import Problem
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _fail(ctx: click.Context, message: str, code: int) -> None:
-    click.echo(mask_text(message), err=True)
-    ctx.exit(code)
-
-
-def _guard(fn: F) -> F:
-    """Turn known failures into a message and an exit code; tracebacks only with --debug.
-
-    Everything printed here passes through mask_text(): no secret value reaches the terminal, not
-    even in a --debug traceback (the spec's secrets are registered as soon as it is read).
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = click.get_current_context()
-        debug = ctx.find_root().params.get("debug", False)
-        try:
-            return fn(*args, **kwargs)
-        except SpecError as exc:
-            from smtrain.cli.render import echo_problems
-
-            echo_problems(exc.problems)
-            n = len(exc.problems)
-            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was sent.", err=True)
-            ctx.exit(exit_codes.USAGE)
-        except CatalogError as exc:
-            _fail(ctx, f"error: {exc}", exit_codes.USAGE)
-        except UserError as exc:
-            _fail(ctx, _traceback(exc) if debug else f"error: {exc}", exc.code)
-        except KeyboardInterrupt:
-            _fail(ctx, "interrupted", exit_codes.INTERRUPTED)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):
-            raise  # BrokenPipeError: stdout's reader went away; the entry ends quietly (closed_output.py)
-        except Exception as exc:  # a bug: say so plainly, keep the traceback for --debug
-            _fail(ctx, _traceback(exc) if debug else
-                  f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-                  exit_codes.INTERNAL)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _traceback(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
-
-
-def _catalog(ctx: click.Context) -> Catalog:
-    root = ctx.find_root().params
-    catalog = load_catalog(root.get("catalog"), root.get("prices"))
-    for note in catalog.notes:  # what a user's file was read as (an old field converted)
-        click.echo(f"note: {note}", err=True)
-    return catalog
-
-
-def _load(spec_file: str, overrides: tuple[str, ...]) -> LoadedSpec:
-    from smtrain.spec.model import load_spec  # pydantic's model building is most of start-up: only when needed
-
-    # `smtrain --set a=b plan job.yaml` and `smtrain plan job.yaml --set a=b` both work; the
-    # command's own --set comes last, so it wins.
-    early = click.get_current_context().find_root().params.get("early_overrides") or ()
-    return load_spec(spec_file, (*early, *overrides))
-
-
-def _bundle_refusal(loaded: LoadedSpec, exc: BundleError) -> SpecError:
-    """A bundle refusal as a spec problem: at the code field it concerns, exit 2."""
-    return SpecError([loaded.problem(_code_field(loaded, exc.field), str(exc))])
-
-
-def _code_field(loaded: LoadedSpec, field: tuple[str, ...]) -> tuple[str, ...]:
-    """code.source_dir's problems are code.git's when the code comes from git."""
-    return ("code", "git") if field == ("code", "source_dir") and loaded.spec.code.git is not None else field
-
-
-def _check_code(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Finding]]:
-    """Run every check of the code bundle (nothing packed), then the preflight scan of the .py files it
-    ships: the bundle's warnings at code.source_dir, and the scan's findings.
-
-    validate, plan and submit all call this, so they refuse and warn alike, and a submit warns
-    about large files before compressing them.
-    """
-    warnings, findings, _ = _code_checks(loaded, plan)
-    return warnings, findings
-
-
-def _code_checks(loaded: LoadedSpec, plan: Plan) -> tuple[list[Problem], list[Finding], list[StandIn]]:
-    """_check_code's answer, and the strategies a wrapped script builds that the wrap stands in for."""
-    from smtrain.bundle.model import BundleError
-    from smtrain.bundle.request import check_bundle
-    from smtrain.plan.preflight import scan, stand_ins
-
-    if plan.git is not None and plan.git.commit is None:
-        return [], [], []  # validate left a remote repository unfetched: the plan's warning says so
-    try:
-        checked = check_bundle(plan)
-    except BundleError as exc:
-        raise _bundle_refusal(loaded, exc) from None
-    shipped = [(f.path, Path(f.source)) for f in checked.files if f.origin == "source" and f.path.endswith(".py")]
-    where = _code_field(loaded, ("code", "source_dir"))
-    return [loaded.problem(where, w) for w in checked.warnings], scan(plan, shipped), stand_ins(plan, shipped)
-
-
-def _echo_findings(findings: list[Finding]) -> None:
-    for finding in findings:
-        click.echo(mask_text(finding.render()), err=True)  # a literal in the user's code may be a secret
-
-
-def _strict_exit(findings: list[Finding], strict: bool) -> None:
-    """An error finding (the job would fail there for certain) ends the command with exit 2, nothing sent;
-    with --strict any finding does (for CI)."""
-    errors = sum(f.is_error for f in findings)
-    if errors:
-        click.echo(f"{errors} preflight error{'s' if errors != 1 else ''}: the job would fail at "
-                   f"{'those lines' if errors != 1 else 'that line'}; nothing was sent.", err=True)
-        click.get_current_context().exit(exit_codes.USAGE)
-    findings = [f for f in findings if not f.is_note]  # a file the scan did not read: said, never a block
-    if strict and findings:
-        n = len(findings)
-        click.echo(f"{n} preflight warning{'s' if n != 1 else ''} and --strict; nothing was sent.", err=True)
-        click.get_current_context().exit(exit_codes.USAGE)
-
-
-spec_argument = click.argument("spec_file", metavar="SPEC", type=click.Path(dir_okay=False))
-set_option = click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE",
-                          help="Override a spec field, e.g. --set compute.nodes=4 (repeatable).")
-
-
-strict_option = click.option("--strict", is_flag=True,
-                             help="Exit 2 when the preflight scan of your code finds anything (for CI); "
-                                  "nothing is sent.")
-
-
-def output_option(*choices: str) -> Callable[[F], F]:
-    return click.option("--output", "-o", "output", type=click.Choice(choices), default=choices[0],
-                        show_default=True, help="Output format.")
 
 
 @click.group(cls=ClosedOutputGroup,
@@ -189,15 +51,15 @@ def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides
 
 @main.command()
 @spec_argument
-@set_option
+@set_option()
 @strict_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: str) -> None:
     """Check a job spec: every problem, with file:line:column, and the preflight scan of your own
     script. No AWS, no TensorFlow."""
     from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
-    from smtrain.plan.request_limits import local_only_problems
+    from smtrain.render.request_limits import local_only_problems
 
     checked = _validate_all(spec_file, overrides)
     problems, plan, findings = checked.problems, checked.plan, checked.findings
@@ -210,7 +72,7 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
             click.get_current_context().exit(exit_codes.USAGE)
         echo_problems(problems)
         echo_problems(checked.warnings, label="warning")
-        _echo_findings(findings)
+        steps.echo_findings(findings)
         for note in checked.skipped:
             click.echo(f"note: {note}", err=True)
         found = [f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"] if problems else []
@@ -223,12 +85,12 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
         dump({"valid": True, "local_only": bool(local), "local_only_fields": [problem_dict(p) for p in local],
               "problems": [], "warnings": [problem_dict(w) for w in checked.warnings],
               "preflight": [f.to_dict() for f in findings]}, output)
-        _strict_exit(findings, strict)
+        steps.strict_exit(findings, strict)
         return
     echo_problems(checked.warnings, label="warning")
     echo_problems(local, label="local only")
-    _echo_findings(findings)
-    _strict_exit(findings, strict)
+    steps.echo_findings(findings)
+    steps.strict_exit(findings, strict)
     click.echo(valid_text(spec_file, plan, local))
 
 
@@ -247,13 +109,12 @@ class _Validated:
 def _validate_all(spec_file: str, overrides: tuple[str, ...]) -> _Validated:
     """Run every check that can run: a stage that needs what an earlier one could not give (a Spec, a
     plan) is skipped and named; the others all run, so one run reports every problem (README)."""
-    from smtrain.cli.tune_command import tuning_plan
-    from smtrain.plan.build import plan_with_problems
+    from smtrain.render.checked_plan import checked_plan_with_problems
+    from smtrain.render.tuning_limits import checked_tuning_plan
     from smtrain.spec.model import read_spec
     from smtrain.spec.problems import dotted
 
-    early = click.get_current_context().find_root().params.get("early_overrides") or ()
-    reading = read_spec(spec_file, (*early, *overrides))
+    reading = read_spec(spec_file, steps.every_override(overrides))
     found = _Validated(problems=list(reading.problems))
     loaded = reading.loaded
     if loaded is None:
@@ -265,7 +126,8 @@ def _validate_all(spec_file: str, overrides: tuple[str, ...]) -> _Validated:
         found.skipped.append(f"the plan's and the code's checks did not run: they would judge a value you did not "
                              f"write in place of {fields}")
         return found
-    plan, plan_problems = plan_with_problems(loaded, _catalog(click.get_current_context()), fetch_code=False)
+    plan, plan_problems = checked_plan_with_problems(loaded, steps.catalog(click.get_current_context()),
+                                                     fetch_code=False)
     found.problems += _new_fields(found, plan_problems)
     if plan is None:
         found.skipped.append("the code's checks (bundle, preflight scan) did not run: no plan could be made")
@@ -274,17 +136,17 @@ def _validate_all(spec_file: str, overrides: tuple[str, ...]) -> _Validated:
     found.warnings += plan.warnings
     if any(p.path[:1] == ("tuning",) for p in found.problems):
         found.skipped.append("the tuning job's checks did not run: its section has the problems above")
-    else:
+    elif loaded.spec.tuning is not None:
         try:
-            tuning_plan(loaded, plan)  # tuning: its checks that need the plan (the objective's metric)
+            checked_tuning_plan(loaded, plan)  # tuning: its checks that need the plan (the objective's metric)
         except SpecError as exc:
             found.problems += _new_fields(found, exc.problems)
     try:
-        bundle_warnings, found.findings = _check_code(loaded, plan)
+        bundle_warnings, found.findings = steps.check_code(loaded, plan)
         found.warnings += bundle_warnings
     except SpecError as exc:
         found.problems += _new_fields(found, exc.problems)
-        from smtrain.plan.preflight import scan
+        from smtrain.preflight.scan import scan
 
         found.findings = scan(plan, [])  # the bundle refused its files: the entry point's scan still runs
     return found
@@ -307,23 +169,23 @@ def _new_fields(found: _Validated, later: list[Problem]) -> list[Problem]:
 
 @main.command()
 @spec_argument
-@set_option
+@set_option()
 @strict_option
 @click.option("--check", is_flag=True,
               help="Also ask AWS (Service Quotas) whether the account's quota fits each instance choice; "
                    "exit 5 when none does.")
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, output: str) -> None:
     """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
     from smtrain.cli.render import dump, plan_text
-    from smtrain.cli.tune_command import tuning_plan
-    from smtrain.plan.build import build_plan
+    from smtrain.render.checked_plan import checked_plan
+    from smtrain.render.tuning_limits import checked_tuning_plan
 
-    loaded = _load(spec_file, overrides)
-    result = build_plan(loaded, _catalog(click.get_current_context()))
-    tuning = tuning_plan(loaded, result)  # the spec's tuning: section, None without one
-    bundle_warnings, findings, own_strategies = _code_checks(loaded, result)
+    loaded = steps.load(spec_file, overrides)
+    result = checked_plan(loaded, steps.catalog(click.get_current_context()))
+    tuning = checked_tuning_plan(loaded, result) if loaded.spec.tuning is not None else None
+    bundle_warnings, findings, own_strategies = steps.code_checks(loaded, result)
     quotas = None
     if check:  # the only part of plan that goes online
         from smtrain.cli.quota_check import check_quotas
@@ -345,39 +207,19 @@ def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, 
             from smtrain.cli.tuning_render import tuning_lines
 
             click.echo("\n".join(tuning_lines(tuning.summary())))
-        _echo_findings(findings)
+        steps.echo_findings(findings)
         if quotas is not None and not quotas.refused:
             click.echo("\n".join(quotas.lines()))
-    _strict_exit(findings, strict)
+    steps.strict_exit(findings, strict)
     if quotas is not None:
         from smtrain.cli.quota_check import refuse_if_none_fits
 
         refuse_if_none_fits(quotas)
 
 
-def _parse_timeout(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(parse_duration(value))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--timeout") from None
-
-
-def _check_job_name(value: str | None, given_as: str = "--job-name") -> None:
-    from smtrain.cli.backends import check_job_name
-
-    check_job_name(value, given_as)
-
-
-timeout_option = click.option("--timeout", metavar="DURATION",
-                              help="Give up waiting after this long (90s, 30m, 2h); exit 124, the job runs on.")
-region_option = click.option("--region", help="AWS region of the job. [default: AWS_REGION / ~/.aws/config]")
-
-
 @main.command()
 @spec_argument
-@set_option
+@set_option()
 @click.option("--dry-run", is_flag=True, help="Print the exact CreateTrainingJob request; send nothing.")
 @click.option("--job-name", help="Use this job name instead of <name>-<UTC time>-<4 hex>.")
 @click.option("--wait", "wait_", is_flag=True, help="Wait for the job to end; exit with its status code.")
@@ -398,7 +240,7 @@ region_option = click.option("--region", help="AWS region of the job. [default: 
                    "quotas).")
 @strict_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
            logs_: bool, timeout: str | None, local_: bool, replicas_per_host: int | None, python_: str | None,
            verbose: bool, no_quota_check: bool, strict: bool, output: str) -> None:
@@ -407,31 +249,27 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
     1 Failed, 3 Stopped).
     """
-    from smtrain.bundle.model import BundleError
-    from smtrain.cli.render import dry_run_text, dump, echo_problems
-    from smtrain.plan.build import build_plan
+    from smtrain.cli.backends import check_job_name
+    from smtrain.cli.render import dry_run_text, dump
+    from smtrain.render.checked_plan import checked_plan
     from smtrain.sagemaker import submit as submission
 
-    _check_job_name(job_name)
-    seconds = _parse_timeout(timeout)
+    check_job_name(job_name, "--job-name")
+    seconds = steps.parse_timeout(timeout)
     if dry_run and (wait_ or logs_ or timeout or local_):
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
     if not local_ and (replicas_per_host or python_ or verbose):
         raise click.UsageError("--replicas-per-host, --python and --verbose apply to --local runs")
-    loaded = _load(spec_file, overrides)
-    result = build_plan(loaded, _catalog(click.get_current_context()))
-    # Warnings first: a large file is named before minutes of compressing it.
-    bundle_warnings, findings = _check_code(loaded, result)
-    # The plan's warnings too (a TensorFlow image past its end of patches): submit is where money is spent.
-    # With -o json/yaml they are left to `validate`/`plan -o json`, which carry them in their documents.
-    echo_problems((result.warnings if output == "text" else []) + bundle_warnings, label="warning")
+    loaded = steps.load(spec_file, overrides)
+    result = checked_plan(loaded, steps.catalog(click.get_current_context()))
+    findings = steps.checked_code_shown(loaded, result, output)
     if output == "text" or ((strict or any(f.is_error for f in findings)) and findings):  # else in the JSON
-        _echo_findings(findings)
-    _strict_exit(findings, strict)
+        steps.echo_findings(findings)
+    steps.strict_exit(findings, strict)
     preflight = [f.to_dict() for f in findings]
     if not local_:
         _refuse_local_places(result)
-    try:
+    with steps.bundle_refused_as_spec_problem(loaded):
         if local_:
             from smtrain.cli.render import local_submitted
             from smtrain.local.backend import LocalBackend, local_request
@@ -440,7 +278,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
             backend = LocalBackend()
             job = backend.run(request, stream=sys.stdout if output == "text" else sys.stderr,
                               replicas_per_host=replicas_per_host, python=python_, verbose=verbose)
-            _finish(job, False, output, {**local_submitted(request, job), "preflight": preflight}, metrics_of=backend)
+            steps.finish(job, False, output, {**local_submitted(request, job), "preflight": preflight}, metrics_of=backend)
             return
         if dry_run:
             rendered = submission.dry_run(result, job_name)
@@ -456,15 +294,13 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
 
             check_before_submit(result)
         submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
-    except BundleError as exc:
-        raise _bundle_refusal(loaded, exc) from exc
     _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
 
 
 def _refuse_local_places(plan: Plan) -> None:
     """A spec for `submit --local` (inputs or output on this machine) refused by a dry run or a submit,
     each at its own field."""
-    from smtrain.plan.request_limits import local_only_problems
+    from smtrain.render.request_limits import local_only_problems
     from smtrain.spec.problems import Problem
 
     local = local_only_problems(plan)
@@ -487,62 +323,17 @@ def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, ti
     from smtrain.cli.backends import sagemaker_backend
 
     backend = sagemaker_backend(submitted.region)
-    job, timed_out = _follow(backend, submitted.job_name, logs=logs, timeout=timeout,
+    job, timed_out = steps.follow_job(backend, submitted.job_name, logs=logs, timeout=timeout,
                              output=output, region=submitted.region_flag)
     data.update(status=job.status, job=job.to_dict())
-    _finish(job, timed_out, output, data, metrics_of=backend)
-
-
-def _follow(backend: Any, name: str, *, logs: bool, timeout: float | None, output: str,
-            region: str | None) -> tuple[Any, bool]:
-    """Stay with job `name` until it ends, streaming its logs if asked: (last JobInfo, timed out).
-
-    Log lines go to stdout in text mode and to stderr otherwise, so that stdout stays one JSON
-    document. Ctrl-C prints how to reattach (then exit 130 through the guard).
-    """
-    from smtrain.cli.follow import WaitTimedOut, reattach_on_interrupt, wait_for
-    from smtrain.cli.render import job_change_line, log_line
-    from smtrain.jobs import reattach_command
-    from smtrain.redact import StreamMasker
-
-    command = reattach_command(*(("logs", name, "--follow") if logs else ("wait", name)), region=region)
-    with reattach_on_interrupt(name, command):
-        if logs:
-            masker = StreamMasker()
-            for event in backend.logs(name, follow=True):
-                click.echo(log_line(event, masker), err=output != "text")
-            return backend.describe(name), False
-        try:
-            return wait_for(backend, name, timeout=timeout,
-                            on_change=lambda job: click.echo(mask_text(job_change_line(job)), err=True)), False
-        except WaitTimedOut as exc:
-            click.echo(f"timed out: {exc}; it keeps running. Wait again with: {command}", err=True)
-            return exc.job, True
-
-
-def _finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None = None,
-            metrics_of: Any = None) -> None:
-    """Print the final state of a followed job (`data`, else the job) and exit with its code; with `metrics_of`
-    (the job's backend), the summary of its metrics ends it (README "Metrics"), the `metrics` key in JSON."""
-    from smtrain.cli.metrics_command import final_summary
-    from smtrain.cli.render import dump, job_text
-
-    summarise = metrics_of is not None and not timed_out
-    if output == "text":
-        click.echo(job_text(job))
-        if summarise:
-            final_summary(metrics_of, job, output)
-    else:
-        data = data if data is not None else job.to_dict()
-        dump({**data, "metrics": final_summary(metrics_of, job, output)} if summarise else data, output)
-    click.get_current_context().exit(exit_codes.TIMEOUT if timed_out else exit_code_for(job))
+    steps.finish(job, timed_out, output, data, metrics_of=backend)
 
 
 @main.command()
 @click.argument("job")
 @region_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def status(job: str, region: str | None, output: str) -> None:
     """Show a job: status, times, instances, failure reason, model and console URLs.
 
@@ -553,7 +344,7 @@ def status(job: str, region: str | None, output: str) -> None:
     from smtrain.cli.costs import priced
     from smtrain.cli.render import dump, job_text
 
-    info = priced(backend_for_job(job, region).describe(job), _catalog(click.get_current_context()))
+    info = priced(backend_for_job(job, region).describe(job), steps.catalog(click.get_current_context()))
     if output != "text":
         dump(info.to_dict(), output)
     else:
@@ -572,11 +363,11 @@ def status(job: str, region: str | None, output: str) -> None:
 @click.option("--tuning", "tuning", is_flag=True, help="List hyperparameter tuning jobs instead (smtrain tune).")
 @region_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def list_(status_: str | None, name_contains: str | None, since: str | None, limit: int, local_: bool,
           cost: bool, tuning: bool, region: str | None, output: str) -> None:
     """List training jobs (with --tuning, tuning jobs), newest first."""
-    from smtrain.aws_config import default_region
+    from smtrain.aws import default_region
     from smtrain.cli.backends import local_backend, sagemaker_backend
     from smtrain.cli.render import dump, jobs_table
 
@@ -598,7 +389,7 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
     if cost:
         from smtrain.cli.costs import priced_list
 
-        jobs = priced_list(backend, jobs, _catalog(click.get_current_context()))
+        jobs = priced_list(backend, jobs, steps.catalog(click.get_current_context()))
     if output != "text":
         dump({"jobs": [j.to_dict() for j in jobs]}, output)
     elif jobs:
@@ -612,7 +403,7 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
 @click.option("--follow", "-f", is_flag=True, help="Keep reading until the job ends (new hosts included).")
 @region_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def logs(job: str, follow: bool, region: str | None, output: str) -> None:
     """Print a job's logs: every host merged by time, each line prefixed with its host.
 
@@ -641,15 +432,15 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
 @timeout_option
 @region_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def wait(job: str, timeout: str | None, region: str | None, output: str) -> None:
     """Wait for a job to end; exit 0 Completed, 1 Failed, 3 Stopped, 124 on --timeout."""
     from smtrain.cli.backends import backend_for_job
 
-    seconds = _parse_timeout(timeout)
-    info, timed_out = _follow(backend_for_job(job, region), job, logs=False, timeout=seconds, output=output,
+    seconds = steps.parse_timeout(timeout)
+    info, timed_out = steps.follow_job(backend_for_job(job, region), job, logs=False, timeout=seconds, output=output,
                               region=region)
-    _finish(info, timed_out, output)
+    steps.finish(info, timed_out, output)
 
 
 @main.command()
@@ -658,23 +449,23 @@ def wait(job: str, timeout: str | None, region: str | None, output: str) -> None
 @timeout_option
 @region_option
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output: str) -> None:
     """Ask SageMaker to stop a job (it goes Stopping, then Stopped). The job's data stays."""
     from smtrain.cli.backends import backend_for_job
     from smtrain.cli.render import dump, job_text
     from smtrain.jobs import reattach_command
 
-    seconds = _parse_timeout(timeout)
+    seconds = steps.parse_timeout(timeout)
     backend = backend_for_job(job, region)
     info = backend.stop(job)
     if info.done:
         click.echo(f"{job} had already ended ({info.status}): nothing to stop", err=True)
         if wait_:
-            _finish(info, False, output)
+            steps.finish(info, False, output)
     elif wait_:
-        info, timed_out = _follow(backend, job, logs=False, timeout=seconds, output=output, region=region)
-        _finish(info, timed_out, output)
+        info, timed_out = steps.follow_job(backend, job, logs=False, timeout=seconds, output=output, region=region)
+        steps.finish(info, timed_out, output)
     else:
         click.echo(f"stopping {job}; `{reattach_command('wait', job, region=region)}` waits until it has "
                    "stopped", err=True)
@@ -692,7 +483,7 @@ def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output:
                    "downloaded into before. [default: $XDG_CACHE_HOME or ~/.cache, smtrain/tensorboard/JOB]")
 @click.option("--no-launch", is_flag=True, help="Fetch the event files and say where they are; start nothing.")
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def tensorboard(job: str, region: str | None, directory: Path | None, no_launch: bool, output: str) -> None:
     """Show a job's TensorBoard event files: a local job's where its chief host wrote them, a SageMaker
     job's downloaded from S3. Then, in text mode, start `tensorboard --logdir` on them when TensorBoard
@@ -731,14 +522,14 @@ def tensorboard(job: str, region: str | None, directory: Path | None, no_launch:
 @click.option("--min-gpu-memory", help="At least this much memory per GPU, e.g. 40GB.")
 @click.option("--region", help="Only types this region offers for training (and its prices where known).")
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, region: str | None, output: str) -> None:
     """The GPU instance catalog with on-demand prices, cheapest first ("?" where a fact is unknown)."""
     from smtrain.cli.render import dump, instance_dict, instances_table
     from smtrain.plan.catalog_listing import listing
     from smtrain.spec import patterns
 
-    catalog = _catalog(click.get_current_context())
+    catalog = steps.catalog(click.get_current_context())
     try:
         memory = parse_size(min_gpu_memory) if min_gpu_memory else None
     except ValueError as exc:
@@ -810,7 +601,7 @@ def _shown(path: Path) -> str:
 @click.option("--example", metavar="NAME", help="Write example NAME (configs/NAME.yaml and its code) here instead; "
               "--example list names them.")
 @output_option("text", "json", "yaml")
-@_guard
+@guard
 def init(script: Path | None, spec_file: Path | None, force: bool, example: str | None, output: str) -> None:
     """Write a starting job spec for your script (default: job.yaml beside it), then validate it.
 
@@ -825,9 +616,9 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
         return
     if script is None:
         raise click.UsageError("Missing argument 'SCRIPT' (or --example NAME).")
-    from smtrain.aws_config import default_region
+    from smtrain.aws import default_region
     from smtrain.cli.render import dump
-    from smtrain.plan.build import build_plan
+    from smtrain.render.checked_plan import checked_plan
     from smtrain.spec import patterns
     from smtrain.spec.model import load_spec
     from smtrain.spec.starter import hyperparameters, read_script, starter_text
@@ -855,23 +646,23 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
         raise UserError(f"cannot write {target}: {exc.strerror or exc}", exit_codes.USAGE) from None
     # Checked as `validate` checks it: a starting spec that does not validate is a bug of init's.
     loaded = load_spec(target)
-    plan = build_plan(loaded, _catalog(click.get_current_context()))
-    warnings, findings = _check_code(loaded, plan)
+    plan = checked_plan(loaded, steps.catalog(click.get_current_context()))
+    warnings, findings = steps.check_code(loaded, plan)
     shown = _shown(target)
-    steps = [f"smtrain plan {shown}", f"smtrain submit {shown} --dry-run", f"smtrain submit {shown} --local"]
+    next_steps = [f"smtrain plan {shown}", f"smtrain submit {shown} --dry-run", f"smtrain submit {shown} --local"]
     errors = sum(f.is_error for f in findings)  # what the script does that no spec can make run
     if output != "text":
         dump({"spec_file": str(target), "script": str(script), "valid": not errors,
               "hyperparameters": hyperparameters(facts.args).values,
               "warnings": [w.render() for w in plan.warnings + warnings],
-              "preflight": [f.to_dict() for f in findings], "next": steps}, output)
+              "preflight": [f.to_dict() for f in findings], "next": next_steps}, output)
         if errors:
             click.get_current_context().exit(exit_codes.USAGE)
         return
     from smtrain.cli.render import echo_problems, valid_text
 
     echo_problems(plan.warnings + warnings, label="warning")
-    _echo_findings(findings)
+    steps.echo_findings(findings)
     click.echo(f"wrote {shown} for {_shown(script)}")
     if errors:
         click.echo(f"{shown} cannot run {_shown(script)} as it is: fix the {errors} preflight "
@@ -880,7 +671,7 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
     click.echo(valid_text(shown, plan))
     click.echo(f"Replace the placeholders in {shown} (role, output{', inputs' if loaded.spec.inputs else ''}), "
                "then:")
-    click.echo("\n".join(f"  {step}" for step in steps))
+    click.echo("\n".join(f"  {step}" for step in next_steps))
 
 
 @main.command()
@@ -904,18 +695,8 @@ def completion(shell: str) -> None:
     click.echo(completer(main, {}, "smtrain", "_SMTRAIN_COMPLETE").source())
 
 
-def _add_guarded(command: click.Command) -> None:
-    """Register a command defined in a module of its own; its failures are shown as every command's (_guard)."""
-    assert command.callback is not None
-    command.callback = _guard(command.callback)
-    main.add_command(command)
-
-
-from smtrain.cli.metrics_command import metrics as _metrics_command  # noqa: E402 - needs `main` and `_guard`
-from smtrain.cli.tune_command import tune_command  # noqa: E402
-
-_add_guarded(_metrics_command)
-_add_guarded(tune_command(sys.modules[__name__]))  # it runs submit's steps: this module's
+main.add_command(metrics)
+main.add_command(tune)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from smtrain.cli.guard import guard
+from smtrain.cli.options import region_option
 from smtrain.jobs import Backend, JobInfo, JobMetrics, exit_code_for, poll_interval
 
 PLOT_HEIGHT = 16
@@ -102,10 +104,11 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
                                                    "with the job's code (1 Failed, 3 Stopped).")
 @click.option("--host", metavar="algo-N", help="The host whose series to show. [default: algo-1, the chief]")
 @click.option("--plot", is_flag=True, help="Draw loss and accuracy per epoch in the terminal, after the table.")
-@click.option("--region", help="AWS region of the job. [default: AWS_REGION / ~/.aws/config]")
+@region_option
 @click.option("--output", "-o", "output", type=click.Choice(["text", "json", "yaml", "csv"]), default="text",
               show_default=True,
               help="Output format (with --follow, json is one object per epoch per line, yaml one list item).")
+@guard
 def metrics(job: str, follow: bool, host: str | None, plot: bool, region: str | None, output: str) -> None:
     """Show a job's metrics per epoch: the values its MetricDefinitions read (loss, accuracy, val_..., learning
     rate), from CloudWatch for a SageMaker job and from the host's log for a local one.

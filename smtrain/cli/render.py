@@ -15,7 +15,7 @@ from smtrain.cli.costs import cost_cell, cost_rows
 from smtrain.jobs import EventFiles, JobInfo, LogEvent, reattach_command
 from smtrain.plan.build import Plan
 from smtrain.plan.catalog import InstanceType, Price, gib_text
-from smtrain.plan.preflight import StandIn
+from smtrain.preflight.scan import StandIn
 from smtrain.redact import StreamMasker, mask_data, mask_text
 from smtrain.spec.problems import Problem, dotted
 from smtrain.spec.units import format_duration
@@ -144,7 +144,8 @@ def _tensorflow_lines(t: dict[str, Any]) -> list[str]:
         patches = f"the default: the newest patched image, until {eop}"
     chosen = f" ({patches})" if patches else ""
     where = {"spec": f"the spec's: {t['image_uri']}", "smtrain table": f"smtrain's table: {t['image_uri'] or '-'}",
-             "sdk": "the SageMaker SDK's, chosen at submit"}.get(t.get("image_source", ""), t.get("image_uri") or "-")
+             "sdk": f"the SageMaker SDK's table (smtrain's copy): {t['image_uri'] or '-'}"}.get(
+                 t.get("image_source", ""), t.get("image_uri") or "-")
     return [f"  tensorflow    {t['version'] or '-'}{' ' + facts if facts else ''}{chosen}",
             f"                image: {where}"]
 
@@ -175,7 +176,7 @@ def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[s
 
 def plan_text(plan: Plan, more_warnings: Sequence[Problem] = (), own_strategies: Sequence[StandIn] = ()) -> str:
     """`smtrain plan` for people; `more_warnings` (the code bundle's) join the plan's own; `own_strategies`:
-    what the wrap gives each strategy a wrapped script builds (smtrain.plan.preflight.stand_ins)."""
+    what the wrap gives each strategy a wrapped script builds (smtrain.preflight.scan.stand_ins)."""
     s = plan.summary()
     i = plan.instance
     lines = [

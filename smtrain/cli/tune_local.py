@@ -79,10 +79,11 @@ def run_local_tuning(loaded: LoadedSpec, *, spec_file: str, overrides: Sequence[
     """Run the spec's tuning here; print as `output` asks; the exit code (0: a best trial, 1: none)."""
     from smtrain.cli.render import dump
     from smtrain.local.tuning import prepare, run_trials, trial_loader
-    from smtrain.plan.build import build_plan
-    from smtrain.plan.tuning import build_tuning_plan, new_tuning_job_name
+    from smtrain.plan.tuning import new_tuning_job_name
+    from smtrain.render.checked_plan import checked_plan
+    from smtrain.render.tuning_limits import checked_tuning_plan
 
-    tp = build_tuning_plan(loaded, build_plan(loaded, catalog))  # the same checks as a SageMaker tuning job
+    tp = checked_tuning_plan(loaded, checked_plan(loaded, catalog))  # the same checks as a SageMaker tuning job
     name = tuning_name or new_tuning_job_name(loaded.spec.name)  # the tuning-name rule: trial names fit a job's
     if seed is None:
         seed = loaded.spec.training.seed or 0

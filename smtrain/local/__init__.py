@@ -1,6 +1,6 @@
-"""Backend, Request -> a job run here: the same bundle, the same container contract, hosts as processes.
+"""Backend, the rendered request -> a job run here: the same bundle, the same container contract, hosts as processes.
 
-    request.py    the local Request and its CreateTrainingJob request rendered offline (via sagemaker)
+    request.py    the local Request, and its CreateTrainingJob request as the renderer gives it, with places here
     channels.py   input channels from directories, file:// or s3:// URIs (S3 access checked before the job)
     places.py     SMTRAIN_HOME and a local output checked and made before the job exists (exit 2 if not)
     job_env.py    code.requirements installed into the job's own virtual environment
@@ -23,6 +23,7 @@
     tuning.py     `tune --local`: a tuning's trials run one after another as local jobs, the best by its objective
     trial_sampling.py  each trial's values: a seeded random search, or every combination of a grid
 
-May import: sagemaker (to render hyperparameters exactly as a real job), bundle, plan, spec and
-the shared modules. TensorFlow only ever runs in the host processes, never in smtrain's own.
+May import: render (the request a dry run shows, laid out here), bundle, preflight, plan, spec and the shared
+modules (smtrain.aws for s3:// channels). Never smtrain.sagemaker, never the SageMaker SDK. TensorFlow only
+ever runs in the host processes, never in smtrain's own.
 """

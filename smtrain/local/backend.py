@@ -40,12 +40,12 @@ from smtrain.redact import mask_text
 from smtrain.terminal_text import as_shown, physical_lines
 
 if TYPE_CHECKING:  # the run path's modules load when a job runs: status/list/logs stay quick
+    from smtrain.bundle.request import Request
     from smtrain.local.channels import ChannelSource
     from smtrain.local.contract import HostLayout
     from smtrain.local.places import Place
     from smtrain.local.tf_install import Found
     from smtrain.plan.build import Plan
-    from smtrain.sagemaker.submit import Request
 
 __all__ = ["LocalBackend", "local_request"]
 
@@ -342,7 +342,7 @@ class LocalBackend:
         plan, name = request.plan, request.job_name
         job_dir = self.store.job_dir(name)
         output.note(f"{name}: {plan.nodes} host(s), {plan.strategy}, in {job_dir}")
-        from smtrain.plan.request_limits import sagemaker_only_notes
+        from smtrain.render.request_limits import sagemaker_only_notes
 
         for note in sagemaker_only_notes(plan.spec):
             output.note(note)

@@ -97,7 +97,7 @@ def check_s3_sources(sources: Sequence[ChannelSource], region: str | None) -> No
         return
     import boto3
 
-    from smtrain.sagemaker.aws import api_errors
+    from smtrain.aws import api_errors
 
     for uri in uris:
         with api_errors(f"read the input {uri}"):

@@ -85,7 +85,7 @@ class HostLayout:
     @property
     def tensorboard_dir(self) -> Path:
         """Where the chief's program writes TensorBoard event files: <SM_OUTPUT_DIR>/tensorboard, the place
-        SageMaker uploads under TensorBoardOutputConfig (smtrain.plan.request_preview.TENSORBOARD_LOCAL_PATH)."""
+        SageMaker uploads under TensorBoardOutputConfig (smtrain.render.training_request.TENSORBOARD_LOCAL_PATH)."""
         return self.output_dir / "tensorboard"
 
     @property

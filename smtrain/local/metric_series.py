@@ -2,8 +2,8 @@
 
 SageMaker applies each definition's regex (a Java regular expression) to every line of the job's
 output and publishes the first group's value; here the same regexes, with Java's rules
-(smtrain.plan.java_regex), read the lines of the host's log file, and the same rule as for a
-SageMaker job (smtrain.sagemaker.metric_series.by_epoch) turns them into epochs, so that a job
+(smtrain.render.java_regex), read the lines of the host's log file, and the same rule as for a
+SageMaker job (smtrain.jobs.by_epoch) turns them into epochs, so that a job
 shows the same series whichever backend ran it. Every value of a line has that line's time:
 the `progress` lines, which match the train:* regexes but not train:epoch's, are left out.
 
@@ -24,10 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from smtrain.jobs import JobInfo, JobMetrics
+from smtrain.jobs import EPOCH, JobInfo, JobMetrics, by_epoch, check_host
 from smtrain.local.supervise import parse_log_line
-from smtrain.plan import java_regex
-from smtrain.sagemaker.metric_series import EPOCH, by_epoch, check_host
+from smtrain.render import java_regex
 from smtrain.terminal_text import as_shown, physical_lines
 
 
@@ -36,7 +35,7 @@ def definitions_of(record: Mapping[str, Any]) -> list[dict[str, str]]:
     kept = record.get("metric_definitions")
     if kept is not None:
         return list(kept)
-    from smtrain.plan.request_preview import metric_definitions
+    from smtrain.plan.declared_metrics import metric_definitions
 
     return [dict(d) for d in metric_definitions()]
 

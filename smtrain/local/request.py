@@ -1,30 +1,24 @@
-"""The request a local run starts from: the same bundle, and the CreateTrainingJob request rendered offline.
+"""The request a local run starts from: the same bundle, and the CreateTrainingJob request a dry run renders.
 
-A spec for --local may name local directories (or file:// URIs) for its inputs and output, which
-the SageMaker SDK refuses. The request is rendered with stand-in s3:// URIs in their place, through
-the same code as a dry run, and the two values that carry a local place (the code's location and
-model_dir) are then put back. Everything else (every HyperParameter the SDK adds, the channels,
-MaxRuntimeInSeconds, the container Environment) is exactly what SageMaker would receive.
+A spec for --local may name local directories (or file:// URIs) for its inputs and output. The renderer
+(smtrain.render) takes them as they are: the request carries the bundle's path, the local output (and
+model_dir under it) and the channels' local URIs where SageMaker's would carry s3:// ones. Everything else
+(every hyperparameter of the TensorFlow contract, MaxRuntimeInSeconds, the container Environment) is exactly
+what SageMaker would receive.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 from smtrain import exit_codes
-from smtrain.bundle.build import s3_key_for
 from smtrain.bundle.model import ARCHIVE_NAME
 from smtrain.bundle.request import Request, make_bundle, make_request, new_job_name
 from smtrain.errors import UserError
 from smtrain.local.channels import local_path
 from smtrain.plan.build import Plan
-from smtrain.sagemaker.submit import estimator_spec
-
-# Stand-ins that only ever live inside the rendered request; never contacted.
-_STAND_IN = "s3://smtrain-local-run"
+from smtrain.render.training_request import render_training_request
 
 
 def output_root(plan: Plan) -> Path | None:
@@ -49,38 +43,14 @@ def local_request(plan: Plan, job_name: str | None = None) -> Request:
 
 
 def render_local(request: Request) -> dict[str, Any]:
-    """The CreateTrainingJob request SageMaker would get for this job, with local places put back."""
-    from smtrain.sagemaker.estimator import render_request
-
+    """The CreateTrainingJob request of this job (the renderer's, as a dry run's), with its places on this
+    machine: the bundle's path, a local output (model_dir under it) and the channels as the spec names them."""
     plan = request.plan
-    spec = estimator_spec(request)
-    root = output_root(plan)
-    replace: dict[str, Any] = {}
-    if root is not None:
-        replace.update(output_path=f"{_STAND_IN}/output", code_location=f"{_STAND_IN}/output",
-                       source_dir=s3_key_for(f"{_STAND_IN}/output", request.bundle))
-    inputs = {}
-    for channel, cfg in spec.inputs.items():
-        if cfg.get("mode") == "Pipe":
+    for channel, cfg in plan.spec.inputs.items():
+        if cfg.mode == "Pipe":
             raise UserError(f"input channel '{channel}': Pipe mode streams from S3 into a FIFO, which a local "
                             "run cannot do; use File or FastFile", exit_codes.USAGE)
-        uri = cfg["uri"] if str(cfg["uri"]).startswith("s3://") else f"{_STAND_IN}/input/{channel}"
-        inputs[channel] = {**cfg, "uri": uri}
-    replace["inputs"] = inputs
+    root = output_root(plan)
     # A local run is choice 1 of a fallback list, as SageMaker's own request would have no InstanceType.
-    replace.update(instance_preferences=None, max_pending=None)
-    try:
-        body = render_request(dataclasses.replace(spec, **replace), request.job_name)
-    except ValueError as exc:
-        raise UserError(str(exc), exit_codes.USAGE) from exc
-    if root is not None:
-        hps = body["HyperParameters"]
-        hps["sagemaker_submit_directory"] = json.dumps(request.source_uri)
-        stand_in_model = f"{_STAND_IN}/output/{request.job_name}/model"
-        if json.loads(hps.get("model_dir", "null")) == stand_in_model:
-            hps["model_dir"] = json.dumps(str(root / request.job_name / "model"))
-        body["OutputDataConfig"]["S3OutputPath"] = str(root)
-    for channel in body.get("InputDataConfig", []):
-        original = spec.inputs[channel["ChannelName"]]["uri"]
-        channel["DataSource"]["S3DataSource"]["S3Uri"] = original
-    return body
+    return render_training_request(plan, request.job_name, request.source_uri,
+                                   output=None if root is None else str(root), capacity=False)

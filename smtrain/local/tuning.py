@@ -138,13 +138,13 @@ def trial_name(tuning_name: str, number: int) -> str:
 def trial_loader(spec_file: str, overrides: Sequence[str], tuning: TuningSpec,
                  catalog: Catalog) -> Callable[[dict[str, Any]], Plan]:
     """One trial's Plan: the spec re-read with the user's --set, the trial's values, and no tuning section."""
-    from smtrain.plan.build import build_plan
+    from smtrain.render.checked_plan import checked_plan
     from smtrain.spec.model import load_spec
     from smtrain.spec.tuning import trial_overrides
 
     def load(values: dict[str, Any]) -> Plan:
         loaded = load_spec(spec_file, [*overrides, *trial_overrides(tuning, values), "tuning=null"])
-        return build_plan(loaded, catalog)
+        return checked_plan(loaded, catalog)
 
     return load
 

@@ -12,23 +12,10 @@ from typing import Any
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
 from smtrain.plan import choices, declared_metrics, distribution, entrypoint_rules, git_source, launch, program
-from smtrain.plan.catalog import (
-    Catalog,
-    CatalogError,
-    InstanceType,
-    explicit_instance,
-    instance_gpu_summary,
-    select_instance,
-    tensorflow_warning,
-)
-from smtrain.plan.request_limits import preview_problems
-from smtrain.plan.request_preview import (
-    TENSORBOARD_LOCAL_PATH,
-    job_name_template,
-    tensorboard_files_uri,
-    tensorboard_s3_path,
-)
-from smtrain.plan.tf_image_choice import TfChoice, choose_image
+from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
+from smtrain.plan.instance_choice import explicit_instance, instance_gpu_summary, select_instance, tensorflow_warning
+from smtrain.plan.job_places import TENSORBOARD_LOCAL_PATH, job_name_template, tensorboard_files_uri, tensorboard_s3_path
+from smtrain.plan.tf_image_choice import TfChoice, choose_image, for_distribution
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.problems import Problem, SpecError
 from smtrain.spec.yaml_source import SourceMap
@@ -281,12 +268,13 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
         blackwell = tensorflow_warning(instance, spec.tensorflow.image_uri)  # auto never picks such a type
         if blackwell:
             warnings.append(loaded.problem(("compute", "instance_type"), blackwell))
-    tf_image, tf_problems, tf_warnings = choose_image(loaded, today)
+    tf_image, tf_problems, tf_warnings = choose_image(loaded, today, instance.name)
     problems += tf_problems
     warnings += tf_warnings
     framework_version, py_version = tf_image.version, tf_image.python
     # The one instance, or each of compute.prefer's: its strategy as the container will decide it.
     decided = choices.decide(loaded, choices.candidates(loaded, catalog, instance), framework_version)
+    tf_image = for_distribution(tf_image, region, instance.name, decided.sdk_distribution)
     problems += decided.errors
     warnings += decided.warnings + choices.auto_only_warnings(loaded)
     if spec.code.entry_point is None:
@@ -307,14 +295,7 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
         if not problems:
             raise
         return None, problems  # the problems above left nothing to make a plan of
-    # Every CreateTrainingJob limit of botocore's model, on the request this plan leads to.
-    try:
-        limits = preview_problems(plan)
-    except Exception:
-        if not problems:
-            raise
-        limits = []  # a request of a plan with problems may not render: they are what to fix first
-    return plan, problems + limits
+    return plan, problems
 
 
 def _plan(loaded: LoadedSpec, catalog: Catalog, git: git_source.GitCheckout | None, decided: choices.Decided,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, no_match_reason
+from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
+from smtrain.plan.instance_choice import no_match_reason
 
 __all__ = ["listing"]
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smtrain.plan import distribution
-from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, explicit_instance, tensorflow_warning
+from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
+from smtrain.plan.instance_choice import explicit_instance, tensorflow_warning
 from smtrain.spec.model import LoadedSpec
 from smtrain.spec.problems import Path_, Problem, SpecError
 

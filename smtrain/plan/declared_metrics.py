@@ -21,7 +21,11 @@ smtrain_tf nor prints `name=value` itself reports none of them (prints_metric_li
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.resources
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from smtrain_tf.models.names import is_hook
@@ -151,3 +155,24 @@ def declared(spec: Spec, base_dir: Path) -> tuple[str, ...]:
     if tree is not None:
         found += _names_in_tree(tree)
     return tuple(dict.fromkeys(n for n in found if n not in BUILT_IN))
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_definitions() -> tuple[dict[str, str], ...]:
+    text = importlib.resources.files("smtrain_tf").joinpath("metric_definitions.json").read_text(encoding="utf-8")
+    return tuple(json.loads(text))
+
+
+def metric_definitions(declared: Sequence[str] = ()) -> tuple[dict[str, str], ...]:
+    """The MetricDefinitions of a job: those of every job (smtrain_tf ships them as JSON), then a train and
+    a validation definition for each metric the model declares.
+
+    The bundled entrypoint, smtrain_tf.fit and a wrapped script's fit print the lines they read; a
+    script that prints none of them costs nothing, as its job simply has no metrics. Each name is
+    matched after a space, so ` mae=` never matches inside `val_mae=`.
+    """
+    extra = []
+    for name in declared:
+        extra += [{"Name": f"train:{name}", "Regex": f" {name}=([0-9.eE+-]+)"},
+                  {"Name": f"validation:{name}", "Regex": f" val_{name}=([0-9.eE+-]+)"}]
+    return _shipped_definitions() + tuple(extra)

@@ -1,17 +1,13 @@
 """smtrain's table of SageMaker's TensorFlow training images (data/tf_images.yaml) and the URIs it renders.
 
 The SageMaker SDK v2 stops at TensorFlow 2.19; AWS ships newer images. The table gives each image's facts
-(Python, CUDA, tag, GA and end-of-patch dates, with their sources); an image's URI is composed from the
-table's tag and, at run time, the SDK's registry account for the region and botocore's DNS suffix for the
-region's partition, both read as files (neither package is imported: `plan` stays fast).
+(Python, CUDA, tag, GA and end-of-patch dates, with their sources); an image's URI is the table's fully
+qualified tag in the registry of the region that smtrain's registry data (tf_registries.py) gives the version.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
-import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -19,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from smtrain.plan.distribution import version_tuple
-from smtrain.plan.tf_versions import newest_registries
+from smtrain.plan.tf_registries import ImageRepo, load_registries
 
 _BUNDLED = Path(__file__).parent / "data" / "tf_images.yaml"
 TABLE_LABEL = "smtrain/plan/data/tf_images.yaml"
@@ -80,37 +76,17 @@ def load_table() -> TfImageTable:
     return TfImageTable(data["repository"], tuple(rows), no_image)
 
 
-@functools.lru_cache(maxsize=1)
-def _partitions() -> tuple[tuple[re.Pattern[str], str], ...]:
-    """(region pattern, DNS suffix) per AWS partition, from botocore's data/partitions.json."""
-    spec = importlib.util.find_spec("botocore")
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(location) / "data" / "partitions.json"
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return tuple((re.compile(p["regionRegex"]), p["outputs"]["dnsSuffix"]) for p in data["partitions"]
-                         if "dnsSuffix" in p.get("outputs", {}))
-    raise RuntimeError("botocore (installed with boto3) has no data/partitions.json")
+def _registry(image: TfImage) -> ImageRepo | None:
+    return load_registries().entry(image.version, image.python)
 
 
-def dns_suffix(region: str) -> str | None:
-    """The DNS suffix of `region`'s partition ("amazonaws.com", "amazonaws.com.cn", ...), None if unknown."""
-    return next((suffix for pattern, suffix in _partitions() if pattern.match(region)), None)
-
-
-def registry_uri(account: str, region: str, repository: str, tag: str) -> str | None:
-    """An ECR image URI as the SDK composes it (image_uris.ECR_URI_TEMPLATE: account, ECR's regional host in
-    the region's partition, repository, tag); None if the region is in no partition botocore knows."""
-    suffix = dns_suffix(region)
-    return None if suffix is None else f"{account}.dkr.ecr.{region}.{suffix}/{repository}:{tag}"
-
-
-def image_regions() -> list[str]:
-    """The regions smtrain can render a table image's URI for: those the SDK's newest image has a registry in."""
-    return sorted(newest_registries())
+def image_regions(image: TfImage | None = None) -> list[str]:
+    """The regions holding `image` (default: the table's newest), by smtrain's registry data."""
+    entry = _registry(image or load_table().images[0])
+    return sorted(entry.regions) if entry else []
 
 
 def image_uri(image: TfImage, region: str) -> str | None:
-    """The URI of `image` in `region`, or None where the SDK's table has no registry for the region."""
-    account = newest_registries().get(region)
-    return None if account is None else registry_uri(account, region, load_table().repository, image.tag)
+    """The URI of `image` in `region`, or None where the registry data has no such image there."""
+    entry = _registry(image)
+    return None if entry is None else load_registries().uri(entry, region, image.tag)

@@ -1,32 +1,12 @@
-"""TensorFlow training image versions the SageMaker SDK knows, read from its table without importing it.
-
-Importing `sagemaker` costs seconds; its image table is a JSON file in the package, found through the
-import system's metadata alone (`find_spec` locates the package without running its __init__).
+"""The TensorFlow training images of the SageMaker SDK v2's table (smtrain's copy, data/tf_registries.yaml): the
+versions, their Python versions and regions, and each image's URI as the SDK's image_uris.retrieve renders it.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
-from pathlib import Path
-from typing import Any
 
-
-@functools.lru_cache(maxsize=1)
-def _tf_training_table() -> dict[str, Any]:
-    """The "training" section of the SDK's ``image_uri_config/tensorflow.json``.
-
-    ``find_spec`` only locates the package; it does not run ``sagemaker/__init__.py``.
-    """
-    spec = importlib.util.find_spec("sagemaker")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the SageMaker Python SDK (sagemaker>=2.257,<3) is not installed")
-    for location in spec.submodule_search_locations:
-        path = Path(location) / "image_uri_config" / "tensorflow.json"
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))["training"]
-    raise RuntimeError("the installed SageMaker SDK has no image_uri_config/tensorflow.json")
+from smtrain.plan.tf_registries import instance_family, load_registries, processor
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -41,18 +21,18 @@ def _py_key(py_version: str) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _tf_py_versions_cached() -> dict[str, tuple[str, ...]]:
-    table = _tf_training_table()
-    full = {v: tuple(cfg.get("py_versions") or ()) for v, cfg in table["versions"].items()}
+    data = load_registries()
+    full = {v: tuple(per_py) for v, per_py in data.versions.items()}
     result = dict(full)
-    # Short forms ("2.19") are what users write; the SDK resolves them through version_aliases.
-    for alias, target in table.get("version_aliases", {}).items():
+    # Short forms ("2.19") are what users write; the SDK resolves them through its version_aliases.
+    for alias, target in data.aliases.items():
         if target in full:
             result[alias] = full[target]
     return {v: result[v] for v in sorted(result, key=_version_key)}
 
 
 def tf_py_versions() -> dict[str, list[str]]:
-    """TensorFlow training versions the installed SDK has images for -> their Python versions.
+    """TensorFlow training versions SDK v2's table has images for -> their Python versions.
 
     Both the short ("2.19") and the full ("2.19.0") spellings are keys, sorted by version.
     """
@@ -60,26 +40,38 @@ def tf_py_versions() -> dict[str, list[str]]:
 
 
 def known_tf_versions() -> list[str]:
-    """TensorFlow versions the SDK can find a training image for without ``image_uri``."""
+    """TensorFlow versions SDK v2's table has a training image for."""
     return list(_tf_py_versions_cached())
 
 
 def default_py_version(framework_version: str) -> str | None:
-    """The newest Python version the SDK ships for `framework_version`, or None if unknown."""
+    """The newest Python version the table has for `framework_version`, or None if unknown."""
     pys = _tf_py_versions_cached().get(framework_version)
     return max(pys, key=_py_key) if pys else None
 
 
-def newest_registries() -> dict[str, str]:
-    """Region -> registry account of the newest TensorFlow training image the SDK knows: where AWS keeps the
-    images the SDK does not know yet (smtrain.plan.tf_images renders their URIs from it)."""
-    versions = _tf_training_table()["versions"]
-    newest = max((v for v in versions if versions[v].get("registries")), key=_version_key)
-    return dict(versions[newest]["registries"])
+def image_regions(framework_version: str, py_version: str | None = None) -> list[str]:
+    """The regions with a `framework_version` training image for `py_version` (default: the newest Python)."""
+    if framework_version not in _tf_py_versions_cached():
+        return []
+    entry = load_registries().entry(framework_version, py_version or default_py_version(framework_version))
+    return sorted(entry.regions) if entry else []
 
 
-def image_regions(framework_version: str) -> list[str]:
-    """The regions the SDK has a TensorFlow `framework_version` training image in (it refuses any other)."""
-    table = _tf_training_table()
-    full = table.get("version_aliases", {}).get(framework_version, framework_version)
-    return sorted(table["versions"].get(full, {}).get("registries", {}))
+def image_uri(framework_version: str, py_version: str, region: str, instance_type: str,
+              smdistributed: bool = False) -> str | None:
+    """The training image URI SDK v2 renders for these (image_uris.retrieve through the TensorFlow estimator);
+    None where its table has none (version, Python, region, or an instance type it has no image for).
+
+    The tag is the version as written ("2.19" and "2.19.0" are both tags), the processor and the Python; a few
+    old GPU images get a CUDA/OS suffix on ml.p4d* or with smdistributed (the SDK's own table of them)."""
+    if framework_version not in _tf_py_versions_cached():
+        return None
+    data = load_registries()
+    entry, kind = data.entry(framework_version, py_version), processor(instance_type)
+    if entry is None or kind is None:
+        return None
+    tag = f"{framework_version}-{kind}-{py_version}"
+    if instance_family(instance_type) == "p4d" or smdistributed:
+        tag = "-".join(filter(None, (tag, data.gpu_tag_suffixes.get(tag))))
+    return data.uri(entry, region, tag)

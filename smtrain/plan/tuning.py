@@ -4,9 +4,8 @@ Every trial is the planned training job with the tuned hyperparameters changed, 
 holds the training Plan and adds what CreateHyperParameterTuningJob decides: the objective (checked
 against the job's MetricDefinitions, with the regex SageMaker will read it with), the strategy, the
 limits, the ranges as AWS takes them, and the static hyperparameters (the training job's, less the
-tuned ones). The parts the spec alone decides are checked against botocore's model here, so
-`validate` and `plan` refuse what CreateHyperParameterTuningJob would; the SDK's whole request is
-checked again at the dry run (smtrain.sagemaker.tuning).
+tuned ones). The request and its limits are the render stage's (smtrain.render.tuning_request and
+tuning_limits).
 """
 
 from __future__ import annotations
@@ -20,11 +19,9 @@ from smtrain_tf.scaling import scaled_learning_rate
 
 from smtrain.plan import program
 from smtrain.plan.build import Plan
-from smtrain.plan.request_limits import spec_field
-from smtrain.plan.request_preview import metric_definitions
-from smtrain.plan.service_model import Violation, check_request, service_model
+from smtrain.plan.declared_metrics import metric_definitions
 from smtrain.spec.model import LoadedSpec
-from smtrain.spec.problems import Path_, Problem, SpecError, dotted
+from smtrain.spec.problems import Problem, SpecError
 from smtrain.spec.tuning import RangeSpec, TuningSpec, max_jobs, range_name, range_type
 
 OPERATION = "CreateHyperParameterTuningJob"
@@ -228,83 +225,16 @@ def _hyperband(loaded: LoadedSpec, tuning: TuningSpec, plan: Plan) -> tuple[dict
     return {"MinResource": 1, "MaxResource": most}, []
 
 
-_TUNING_FIELDS: dict[tuple[str, ...], Path_] = {
-    ("HyperParameterTuningJobName",): ("name",),
-    ("HyperParameterTuningJobConfig", "ResourceLimits", "MaxNumberOfTrainingJobs"): ("tuning", "max_jobs"),
-    ("HyperParameterTuningJobConfig", "ResourceLimits", "MaxParallelTrainingJobs"): ("tuning", "max_parallel_jobs"),
-    ("HyperParameterTuningJobConfig", "ResourceLimits", "MaxRuntimeInSeconds"): ("tuning", "max_runtime"),
-    ("HyperParameterTuningJobConfig", "ParameterRanges"): ("tuning", "ranges"),
-    ("HyperParameterTuningJobConfig", "HyperParameterTuningJobObjective"): ("tuning", "objective"),
-    ("HyperParameterTuningJobConfig", "Strategy"): ("tuning", "strategy"),
-    ("HyperParameterTuningJobConfig", "StrategyConfig"): ("tuning", "strategy"),
-    ("HyperParameterTuningJobConfig", "TrainingJobEarlyStoppingType"): ("tuning", "early_stopping"),
-    ("HyperParameterTuningJobConfig",): ("tuning",),
-    ("Tags",): ("tags",),
-}
-# A trial's definition -> the CreateTrainingJob member it stands for (request_limits maps those to the spec).
-_DEFINITION_AS_TRAINING = {"StaticHyperParameters": "HyperParameters", "HyperParameterTuningResourceConfig":
-                           "ResourceConfig"}
-
-
-def tuning_spec_field(path: Path_, request: dict[str, Any], plan: Plan) -> Path_:
-    """The spec field behind the value at `path` of a CreateHyperParameterTuningJob request."""
-    if len(path) >= 2 and path[0] == "TrainingJobDefinition":
-        head = _DEFINITION_AS_TRAINING.get(str(path[1]), str(path[1]))
-        as_training = (head, *path[2:])
-        definition = request.get("TrainingJobDefinition") or {}
-        training_view = {_DEFINITION_AS_TRAINING.get(k, k): v for k, v in definition.items()}
-        return spec_field(as_training, training_view, plan.spec)
-    if len(path) >= 2 and path[0] == "Tags":
-        return spec_field(path, request, plan.spec)
-    for n in range(len(path), 0, -1):
-        if tuple(path[:n]) in _TUNING_FIELDS:
-            return _TUNING_FIELDS[tuple(path[:n])]
-    return ()
-
-
-def violation_problems(violations: list[Violation], request: dict[str, Any], plan: Plan) -> list[Problem]:
-    """Each broken limit at the spec field behind it, with its file:line:column."""
-    problems = []
-    for v in violations:
-        where = tuning_spec_field(v.path, request, plan)
-        location = plan.source.locate(where, at_key=v.at_key) if plan.source is not None else None
-        problems.append(Problem(where, f"{v.message} ({dotted(v.path)} in {OPERATION})", location))
-    return problems
-
-
-def _total_problems(plan: Plan, total: int) -> list[Problem]:
-    if total <= MAX_HYPERPARAMETERS:
-        return []
-    where = ("tuning", "ranges")
-    return [Problem(where, f"{total} hyperparameters, static and tuned together: SageMaker takes at most "
-                    f"{MAX_HYPERPARAMETERS} (the SDK adds some of its own)",
-                    plan.source.locate(where, at_key=True) if plan.source else None)]
-
-
-def request_problems(plan: Plan, request: dict[str, Any]) -> list[Problem]:
-    """Every CreateHyperParameterTuningJob limit of botocore's model that `request` breaks, and the documented
-    100 hyperparameters in all (static, the SDK's among them, and tuned)."""
-    problems = violation_problems(check_request(request, OPERATION), request, plan)
-    static = (request.get("TrainingJobDefinition") or {}).get("StaticHyperParameters") or {}
-    ranges = (request.get("HyperParameterTuningJobConfig") or {}).get("ParameterRanges") or {}
-    return problems + _total_problems(plan, len(static) + sum(len(r) for r in ranges.values()))
-
-
-def _limits(tp: TuningPlan) -> list[Problem]:
-    """The parts of the request the tuning plan decides, against botocore's shapes (validate and plan)."""
-    model = service_model()
-    config_path = ("HyperParameterTuningJobConfig",)
-    violations = [Violation(config_path + ("ParameterRanges",) + v.path, v.message, v.at_key)
-                  for v in model.check(tp.parameter_ranges(), "ParameterRanges")]
-    violations += [Violation(config_path + ("ResourceLimits",) + v.path, v.message, v.at_key)
-                   for v in model.check(tp.resource_limits(), "ResourceLimits")]
-    request = {"TrainingJobDefinition": {"StaticHyperParameters": tp.static_hyperparameters}}
-    problems = violation_problems(violations, request, tp.plan)
-    return problems + _total_problems(tp.plan, len(tp.static_hyperparameters) + len(tp.ranges))
-
-
 def build_tuning_plan(loaded: LoadedSpec, plan: Plan) -> TuningPlan:
     """The tuning job over `plan`; raise SpecError (file:line) if the spec has none or it cannot run."""
+    tp, problems = tuning_plan_with_problems(loaded, plan)
+    if problems:
+        raise SpecError(problems)
+    return tp
+
+
+def tuning_plan_with_problems(loaded: LoadedSpec, plan: Plan) -> tuple[TuningPlan, list[Problem]]:
+    """The tuning job over `plan` and what is wrong with it; raise SpecError if the spec has no tuning."""
     tuning = loaded.spec.tuning
     if tuning is None:
         raise SpecError([loaded.problem(("tuning",), "this spec has no tuning: section (see README, "
@@ -322,7 +252,4 @@ def build_tuning_plan(loaded: LoadedSpec, plan: Plan) -> TuningPlan:
         max_parallel_jobs=tuning.max_parallel_jobs, max_runtime=tuning.max_runtime,
         early_stopping=tuning.early_stopping.capitalize(), ranges=ranges, static_hyperparameters=static,
         hyperband=hyperband, notes=_notes(tuned, plan))
-    problems += _limits(tp)
-    if problems:
-        raise SpecError(problems)
-    return tp
+    return tp, problems

@@ -19,10 +19,10 @@ from typing import Any
 from urllib.parse import quote
 
 from smtrain import exit_codes
+from smtrain.aws import api_errors, boto_session, error_code, is_not_found
 from smtrain.errors import UserError
 from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
 from smtrain.redact import StreamMasker, remember
-from smtrain.sagemaker.aws import api_errors, boto_session, error_code, is_not_found
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 LOGS_POLL_DEFAULT = 5.0

@@ -8,7 +8,7 @@ this module retries by itself:
 * an ambiguous failure (read timeout, dropped connection, 5xx): ask DescribeTrainingJob first; if
   the job exists it is ours (the caller checked that the name was free before uploading), else
   send again; ResourceInUse after an ambiguous attempt also means our first request got through;
-* anything else: raise, for :func:`smtrain.sagemaker.aws.api_errors` to explain.
+* anything else: raise, for :func:`smtrain.aws.api_errors` to explain.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from smtrain import exit_codes
+from smtrain.aws import THROTTLING_CODES, error_code, http_status, is_not_found
 from smtrain.errors import UserError
-from smtrain.sagemaker.aws import THROTTLING_CODES, error_code, http_status, is_not_found
+from smtrain.spec.patterns import JOB_NAME, TUNING_JOB_NAME, Pattern
 
 MAX_THROTTLED_ATTEMPTS = 8
 MAX_AMBIGUOUS_ATTEMPTS = 3
@@ -62,12 +63,26 @@ class JobKind:
     arn_key: str  # TrainingJobArn
     create: str  # the boto3 method: create_training_job
     describe: str  # describe_training_job
+    noun: str  # training job, for messages
+    name_rule: Pattern  # the name's pattern and length in botocore's model (which checks only the length)
+
+
+
+
+def validate_job_name(name: str, kind: JobKind) -> None:
+    """Refuse (exit 2) a job name SageMaker would refuse for `kind`."""
+    rule = kind.name_rule
+    if not rule.matches(name):
+        raise UserError(f"invalid {kind.noun} name {name!r}: 1-{rule.max_length} letters, digits and hyphens, "
+                        "starting and ending with a letter or digit", exit_codes.USAGE)
 
 
 TRAINING = JobKind("CreateTrainingJob", "TrainingJobName", "TrainingJobArn", "create_training_job",
-                   "describe_training_job")
+                   "describe_training_job", "training job",
+                   JOB_NAME)
 TUNING = JobKind("CreateHyperParameterTuningJob", "HyperParameterTuningJobName", "HyperParameterTuningJobArn",
-                 "create_hyper_parameter_tuning_job", "describe_hyper_parameter_tuning_job")
+                 "create_hyper_parameter_tuning_job", "describe_hyper_parameter_tuning_job", "tuning job",
+                 TUNING_JOB_NAME)
 
 
 def job_arn(describe_client: Any, name: str, kind: JobKind = TRAINING) -> str | None:

@@ -30,7 +30,7 @@ from typing import Any
 from smtrain import exit_codes
 from smtrain.errors import UserError
 from smtrain.jobs import is_event_file
-from smtrain.plan.request_preview import tensorboard_files_uri
+from smtrain.plan.job_places import tensorboard_files_uri
 from smtrain.sagemaker.upload import split_s3_uri
 
 CACHE_ENV = "XDG_CACHE_HOME"

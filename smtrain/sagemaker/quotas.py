@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from smtrain import exit_codes
+from smtrain.aws import boto_session, explain, is_not_found
 from smtrain.errors import UserError
 from smtrain.plan.build import Plan
 from smtrain.redact import mask_text
-from smtrain.sagemaker.aws import boto_session, explain, is_not_found
 from smtrain.sagemaker.backend import console_domain
 
 SERVICE_CODE = "sagemaker"

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from smtrain import exit_codes
+from smtrain.aws import api_errors, is_not_found
 from smtrain.errors import UserError
 from smtrain.jobs import EventFiles, JobInfo, LogEvent
-from smtrain.sagemaker.aws import api_errors, is_not_found
 from smtrain.sagemaker.backend import SageMakerBackend, console_url, listed, newest_first
 
 TUNING_NAME_MAX = 32  # HyperParameterTuningJobName

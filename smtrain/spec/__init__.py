@@ -20,6 +20,6 @@
     tuning.py       the `tuning:` section (TuningSpec): objective, strategy, limits, ranges checked against
                     the tuned field's own rules; trial_overrides() for one trial's spec
 
-May import: the shared modules (smtrain.errors, exit_codes, aws_config; redact, to register the spec's
+May import: the shared modules (smtrain.errors, exit_codes, aws for the default region; redact, to register the spec's
 secrets as soon as it is read). Nothing else of smtrain.
 """

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
-from smtrain.aws_config import default_region
+from smtrain.aws import default_region
 from smtrain.redact import remember
 from smtrain.spec import patterns
 from smtrain.spec.capacity import capacity_problems
@@ -64,10 +64,12 @@ EnvName = mapping_key("an environment variable name", patterns.ENV_NAME.matches,
                       "letters, digits and _, not starting with a digit", patterns.ENV_NAME.json_schema())
 TagKey = mapping_key("a tag key", lambda k: 1 <= len(k) <= 128 and tag_text(k) and not k.lower().startswith("aws:"),
                      "1-128 letters, digits, spaces or _.:/=+-@, not starting with aws:", TAG_KEY_SCHEMA)
-HyperName = mapping_key("a hyperparameter name", lambda k: bool(k) and not k.startswith("sagemaker_") and is_line(k),
-                        "one line, not starting with sagemaker_ (SageMaker's own names)",
+# model_dir is the TensorFlow contract's own: every job's request sets it (an s3:// URI, or /opt/ml/model for MPI).
+HyperName = mapping_key("a hyperparameter name",
+                        lambda k: bool(k) and not k.startswith("sagemaker_") and k != "model_dir" and is_line(k),
+                        "one line, not starting with sagemaker_ and not model_dir (SageMaker's own names)",
                         {"type": "string", "minLength": 1,
-                         "pattern": patterns.whole_text(f"(?!sagemaker_){LINE_CHARS}+")})
+                         "pattern": patterns.whole_text(f"(?!sagemaker_|model_dir$){LINE_CHARS}+")})
 
 
 class _Model(BaseModel):

@@ -47,6 +47,7 @@ _REPO_PART = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 # Job names are <name>-<yyyymmdd-HHMMSS>-<4 hex>: 21 characters after the name, 63 in all.
 NAME = Pattern(_LABEL, max_length=42)
 JOB_NAME = Pattern(_LABEL, max_length=63)  # CreateTrainingJob's own rule for TrainingJobName
+TUNING_JOB_NAME = Pattern(_LABEL, max_length=32)  # HyperParameterTuningJobName's, in botocore's model
 ROLE = Pattern(r"arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}")
 REGION = Pattern(r"[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9]")
 # The key part of an S3 URI may hold spaces, never control characters (a newline included).

@@ -1,7 +1,7 @@
 """What a Python script's argparse parsers declare, read with ast alone: the script is never imported or run.
 
-SageMaker starts a script as `python train.py --name value ...`, one pair per hyperparameter (the SDK adds
-`--model_dir`). Whether that command line works depends on what the parser declares and on how the script
+SageMaker starts a script as `python train.py --name value ...`, one pair per hyperparameter (the TensorFlow
+contract adds `--model_dir`). Whether that command line works depends on what the parser declares and on how the script
 parses: `parse_args()` refuses an argument it does not know, `parse_known_args()` leaves it aside. The
 preflight scan checks the spec's hyperparameters against this; `smtrain init` writes the declared defaults
 into a starting spec.

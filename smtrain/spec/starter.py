@@ -142,7 +142,7 @@ def hyperparameters(args: ScriptArgs) -> Hyperparameters:
             continue
         if name == "model_dir" or name.startswith("sagemaker_") or not is_line(name) or option.action in (
                 "help", "version"):
-            continue  # the SDK passes model_dir itself; sagemaker_* names are SageMaker's
+            continue  # every job's request sets model_dir; sagemaker_* names are SageMaker's
         flag = f"--{name}"
         if not option.takes_value:
             flags.append(flag)

@@ -118,9 +118,8 @@ class TuningSpec(_Model):
 
 
 DEFAULT_MAX_JOBS = 10
-# compute fields smtrain adds to CreateTrainingJob after the SDK renders it (the SDK v2 knows none of them),
-# which a tuning job's TrainingJobDefinition would silently lack: InstancePreferences and TrainingPlanArn have
-# no place there at all.
+# compute fields of CreateTrainingJob that a tuning job's TrainingJobDefinition has no place for
+# (InstancePreferences, TrainingPlanArn, MaxPendingTimeInSeconds): they would be silently lacking.
 _NOT_FOR_TUNING = ("prefer", "training_plan", "max_pending")
 
 
@@ -338,8 +337,8 @@ def tuning_problems(loaded: _Loaded) -> list[Problem]:
                                   "leave early_stopping off"))
     for name in _NOT_FOR_TUNING:
         if getattr(loaded.spec.compute, name, None) is not None:
-            out.append(loaded.problem(("compute", name), f"compute.{name} does not apply to a tuning job: the SDK's "
-                                      "tuner has no such setting and smtrain adds it to training jobs only; "
+            out.append(loaded.problem(("compute", name), f"compute.{name} does not apply to a tuning job: "
+                                      "CreateHyperParameterTuningJob has no such setting (training jobs only); "
                                       "remove it (or the tuning: section)"))
     grid_broken = tuning.strategy == "grid" and any(not r.categorical for r in tuning.ranges.values())
     if tuning.max_parallel_jobs > max_jobs(tuning) and not grid_broken:

@@ -11,7 +11,7 @@ from smtrain.bundle.entrypoint import entrypoint_parts
 from smtrain.bundle.model import BundleError
 from smtrain.bundle.request import check_bundle
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.support import ROOT
 from tests.support.specfiles import write_spec

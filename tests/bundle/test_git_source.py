@@ -24,7 +24,7 @@ from smtrain.bundle.model import Bundle
 from smtrain.bundle.request import make_bundle
 from smtrain.plan import git_source
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.spec.inprocess import run
 from tests.support import moto_server

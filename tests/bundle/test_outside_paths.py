@@ -18,7 +18,7 @@ import yaml
 
 from smtrain.bundle.request import make_bundle
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.bundle.test_git_source import git, write
 from tests.support.cli_runner import smtrain

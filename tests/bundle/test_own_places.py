@@ -11,7 +11,7 @@ from smtrain.bundle.build import build_bundle
 from smtrain.bundle.own_places import MARKER, mark
 from smtrain.bundle.request import check_bundle, make_bundle
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import write_spec
 

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import zipfile
 from pathlib import Path
@@ -20,36 +19,21 @@ import pytest
 
 from tests.support import ROOT
 from tests.support.cli_runner import smtrain as smtrain_here
+from tests.support.wheel import build_wheel, fresh_venv, pip
 
 pytestmark = pytest.mark.slow
-
-SOURCES = ("pyproject.toml", "README.md", "smtrain", "entrypoints")
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin/ directory of a fresh venv holding smtrain from its wheel."""
     base = tmp_path_factory.mktemp("wheel")
-    src = base / "src"
-    src.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(ROOT / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(base / "dist"), str(src)], check=True, capture_output=True, cwd=base)
-    (wheel,) = (base / "dist").glob("smtrain-*.whl")
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    wheel = build_wheel(base)
+    python, site = fresh_venv(base / "venv")
     # The dependencies (and TensorFlow, for the local run) come from this environment's site-packages.
     (site / "zz-test-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-                    "--no-deps", str(wheel)], check=True, capture_output=True)
-    return venv / "bin"
+    pip(python, "install", "--quiet", "--no-deps", str(wheel)).check_returncode()
+    return python.parent
 
 
 def run(bin_dir: Path, *args: str, cwd: Path, env: dict[str, str] | None = None,

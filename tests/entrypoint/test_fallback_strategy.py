@@ -12,8 +12,8 @@ from smtrain_tf.contract import container
 from smtrain_tf.distribute import choice as strategy_choice
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_preview import preview_request
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import load_spec
 from tests.entrypoint.sagemaker_env import make_host, mwms_tf_config
 from tests.support.specfiles import write_spec

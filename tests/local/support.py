@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from smtrain.plan.build import Plan, build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import BASE, merged
 

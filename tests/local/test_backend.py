@@ -25,7 +25,7 @@ from smtrain.jobs import JobInfo
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.records import STOP_FILE
 from smtrain.local.request import render_local
-from smtrain.sagemaker.submit import estimator_spec
+from smtrain.sagemaker import submit as submission
 from tests.local.support import Background, alive, kill_all, make_plan
 from tests.support import ROOT, like_a_terminal
 
@@ -61,23 +61,37 @@ def test_same_bundle_and_code_location_as_a_real_submission(tmp_path: Path) -> N
     assert here.source_uri == str(tmp_path / "a" / "out" / "source" / real.bundle.sha256 / "sourcedir.tar.gz")
 
 
-def test_rendered_request_is_the_sdk_request_with_local_places(tmp_path: Path) -> None:
-    from smtrain.sagemaker.estimator import render_request
-
+def test_rendered_request_is_the_dry_run_s_request_with_local_places(tmp_path: Path) -> None:
+    # One renderer for both backends: a local run's request is what `submit --dry-run` shows for the same job
+    # with S3 places, but the places smtrain/local/request.py documents as this machine's (the bundle's path,
+    # the output and model_dir under it, the channels as the spec names them; no TensorBoard upload).
     changes = {"compute": {"nodes": 2}, "distribution": {"strategy": "multi_worker_mirrored"},
-               "inputs": {"train": "data/train"}, "hyperparameters": {"mode": "ok"}}
+               "inputs": {"train": "data/train"}, "hyperparameters": {"mode": "ok"}, "environment": {"A": "1"},
+               "tags": {"team": "ml"}, "checkpoints": "s3://bkt/ck"}
     (tmp_path / "data" / "train").mkdir(parents=True)
-    local = render_local(local_request(make_plan(tmp_path, changes), "job-1"))
+    request = local_request(make_plan(tmp_path, changes), "job-1")
+    local = render_local(request)
     twin = make_plan(tmp_path, {**changes, "output": "s3://bkt/out", "inputs": {"train": "s3://bkt/train"}})
-    real = render_request(estimator_spec(make_request(twin, "job-1")), "job-1")
-    hps, real_hps = dict(local["HyperParameters"]), dict(real["HyperParameters"])
-    assert json.loads(hps.pop("sagemaker_submit_directory")).startswith(str(tmp_path / "out" / "source"))
-    assert json.loads(hps.pop("model_dir")) == str(tmp_path / "out" / "job-1" / "model")
-    assert real_hps.pop("sagemaker_submit_directory").startswith('"s3://bkt/out/source/')
-    assert real_hps.pop("model_dir") == '"s3://bkt/out/job-1/model"'
-    assert hps == real_hps and list(hps) == list(real_hps)  # same values, same order
+    real = submission.dry_run(twin, "job-1")["request"]
+    out, sha = tmp_path / "out", request.bundle.sha256
+    hps, real_hps = local["HyperParameters"], real["HyperParameters"]
+    assert json.loads(hps["sagemaker_submit_directory"]) == str(out / "source" / sha / "sourcedir.tar.gz")
+    assert json.loads(real_hps["sagemaker_submit_directory"]) == f"s3://bkt/out/source/{sha}/sourcedir.tar.gz"
+    assert (json.loads(hps["model_dir"]), real_hps["model_dir"]) == (str(out / "job-1" / "model"),
+                                                                     '"s3://bkt/out/job-1/model"')
+    assert local["OutputDataConfig"] == {"S3OutputPath": str(out)}
     assert local["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == "data/train"
-    assert local["StoppingCondition"] == real["StoppingCondition"]
+    assert "TensorBoardOutputConfig" not in local and "TensorBoardOutputConfig" in real
+    # Those places put back, the very request the dry run shows: same fields, same values, same order.
+    placed = json.loads(json.dumps(local))
+    placed["HyperParameters"].update(sagemaker_submit_directory=real_hps["sagemaker_submit_directory"],
+                                     model_dir=real_hps["model_dir"])
+    placed["OutputDataConfig"] = real["OutputDataConfig"]
+    placed["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] = "s3://bkt/train"
+    placed["TensorBoardOutputConfig"] = real["TensorBoardOutputConfig"]
+    assert placed == real
+    assert list(placed["HyperParameters"]) == list(real_hps)
+    assert [k for k in placed if k != "TensorBoardOutputConfig"] == [k for k in real if k != "TensorBoardOutputConfig"]
 
 
 def test_two_hosts_layout_config_files_environment_and_artifacts(tmp_path: Path) -> None:
@@ -228,7 +242,7 @@ def test_ctrl_c_or_sigterm_ends_every_process(tmp_path: Path, sig: int) -> None:
         import sys
         from pathlib import Path
         from smtrain.local.backend import LocalBackend, local_request
-        from smtrain.plan.catalog import load_catalog
+        from smtrain.plan.catalog_files import load_catalog
         from smtrain.plan.build import build_plan
         from smtrain.spec.model import load_spec
         plan = build_plan(load_spec({str(plan_dir / 'job.yaml')!r}), load_catalog(None, None))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from smtrain.local.request import local_request, render_local
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_limits import sagemaker_only_notes
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.render.request_limits import sagemaker_only_notes
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import write_spec
 

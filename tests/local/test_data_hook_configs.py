@@ -16,10 +16,10 @@ import pytest
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.demo_data import write_diabetes, write_digits
 from smtrain.local.supervise import parse_log_line
-from smtrain.plan import java_regex
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_preview import metric_definitions
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.declared_metrics import metric_definitions
+from smtrain.render import java_regex
 from smtrain.spec.model import load_spec
 from tests.support import ROOT
 

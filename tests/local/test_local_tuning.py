@@ -22,8 +22,8 @@ from smtrain.local.supervise import format_log_line
 from smtrain.local.trial_sampling import draw, grid_assignments, random_assignments
 from smtrain.local.tuning import LocalTuning, Trial, objective_value, read_local_tuning, search
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_preview import metric_definitions
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.declared_metrics import metric_definitions
 from smtrain.plan.tuning import TunedRange, TuningPlan, build_tuning_plan
 from smtrain.spec.model import load_spec
 from tests.local.support import spec_file

@@ -17,8 +17,8 @@ import pytest
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.demo_data import write_digits
 from smtrain.local.supervise import parse_log_line
-from smtrain.plan import java_regex
-from smtrain.plan.request_preview import metric_definitions
+from smtrain.plan.declared_metrics import metric_definitions
+from smtrain.render import java_regex
 from tests.local.support import make_plan
 from tests.support.horovod_env import rank_output, required_horovod_python
 

@@ -17,7 +17,7 @@ from smtrain.cli.metrics_command import follow_metrics
 from smtrain.cli.metrics_plot import plot_text
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.supervise import format_log_line
-from smtrain.plan.request_preview import metric_definitions
+from smtrain.plan.declared_metrics import metric_definitions
 from tests.local.support import make_plan
 from tests.spec.inprocess import run
 

@@ -17,7 +17,7 @@ from smtrain.bundle.own_places import MARKER
 from smtrain.errors import UserError
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.local.support import make_plan, spec_file
 from tests.support.cli_runner import smtrain

@@ -15,7 +15,7 @@ import pytest
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.demo_data import write_digits
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.support import ROOT
 

@@ -1,4 +1,5 @@
-"""Tests for the GPU instance catalog and instance selection (smtrain/plan/catalog.py)."""
+"""Tests for the GPU instance catalog (smtrain/plan/catalog.py), its data files (catalog_files.py) and
+instance selection (instance_choice.py)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smtrain.plan.catalog import (
-    Catalog,
-    CatalogError,
-    InstanceType,
-    RegionPrice,
-    Selection,
-    load_catalog,
-    no_match_reason,
-    resolve_instance,
-    select_instance,
-)
+from smtrain.plan.catalog import Catalog, CatalogError, InstanceType, RegionPrice, resolve_instance
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.instance_choice import Selection, no_match_reason, select_instance
 from smtrain.spec.units import parse_size
 from tests.support import ROOT
 
@@ -876,9 +869,9 @@ def test_no_match_reason_names_what_exists(catalog: Catalog) -> None:
 def test_catalog_does_not_import_heavy_packages() -> None:
     code = (
         "import sys, json\n"
-        "import smtrain.plan.catalog as c\n"
-        "cat = c.load_catalog()\n"
-        "c.select_instance(cat, 'A100', 8, None)\n"
+        "import smtrain.plan.catalog as c, smtrain.plan.catalog_files as f, smtrain.plan.instance_choice as i\n"
+        "cat = f.load_catalog()\n"
+        "i.select_instance(cat, 'A100', 8, None)\n"
         "c.resolve_instance(cat, 'ml.p4d.24xlarge')\n"
         "heavy = ('sagemaker', 'boto3', 'botocore', 'tensorflow')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"

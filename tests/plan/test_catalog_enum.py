@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from smtrain.plan import gpu_facts
-from smtrain.plan.catalog import Catalog, CatalogError, load_catalog, resolve_instance, select_instance
+from smtrain.plan.catalog import Catalog, CatalogError, resolve_instance
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.instance_choice import select_instance
 from tests.plan.test_catalog import _ec2_instance_types  # moto's copy of EC2 DescribeInstanceTypes
 
 # The GPU families: ml.p* and ml.g* (ml.c*, ml.m*, ml.r*, ml.t*, ml.trn* and ml.inf* carry no NVIDIA GPU).

@@ -9,14 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from smtrain.plan.catalog import (
-    Catalog,
-    CatalogError,
-    availability,
-    explicit_instance,
-    load_catalog,
-    select_instance,
-)
+from smtrain.plan.catalog import Catalog, CatalogError, availability
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.instance_choice import explicit_instance, select_instance
 from smtrain.spec.units import parse_size
 from tests.spec.inprocess import run
 from tests.support.specfiles import write_spec

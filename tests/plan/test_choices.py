@@ -11,9 +11,10 @@ import pytest
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_limits import preview_problems, sagemaker_only_notes, spec_field
-from smtrain.plan.request_preview import preview_request
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.render.checked_plan import checked_plan
+from smtrain.render.request_limits import preview_problems, sagemaker_only_notes, spec_field
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.spec.inprocess import run
@@ -24,7 +25,8 @@ CATALOG = load_catalog()
 
 def plan_of(tmp_path, prefer: list[dict[str, Any]], **changes: Any) -> Any:
     compute = {"prefer": prefer, **changes.pop("compute", {})}
-    return build_plan(load_spec(write_spec(tmp_path, {"compute": compute, **changes}), env={}), CATALOG)
+    # checked_plan: the plan's own refusals and the request's limits (6 choices, more than the API's 5).
+    return checked_plan(load_spec(write_spec(tmp_path, {"compute": compute, **changes}), env={}), CATALOG)
 
 
 def refused(tmp_path, prefer: list[dict[str, Any]], **changes: Any) -> list[tuple[str, str]]:
@@ -108,7 +110,7 @@ def test_request_limits_lead_back_to_the_preference(tmp_path):
     assert spec_field(("OutputDataConfig", "KmsKeyId"), request, plan.spec) == ("output_kms_key",)
     # A limit the spec cannot break itself, forced into the request: reported at the preference's line.
     request["ResourceConfig"]["InstancePreferences"][1]["InstanceCount"] = -1
-    from smtrain.plan.request_limits import request_problems
+    from smtrain.render.request_limits import request_problems
 
     [problem] = request_problems(plan, request)
     assert problem.path == ("compute", "prefer", 1, "count") and problem.location.line

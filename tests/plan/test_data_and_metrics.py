@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.declared_metrics import keras_default_name, names_in_source
-from smtrain.plan.request_preview import metric_definitions, preview_request
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.declared_metrics import keras_default_name, metric_definitions, names_in_source
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import load_spec
 from tests.plan.test_entrypoint_rules import only_error, outcome
 from tests.support.specfiles import write_spec

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.support.cli_runner import smtrain

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.support.specfiles import write_spec

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from smtrain.plan.build import Plan, build_plan
-from smtrain.plan.catalog import Catalog, load_catalog
+from smtrain.plan.catalog import Catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import write_spec
 

@@ -12,9 +12,11 @@ import yaml
 
 from smtrain.cli.render import plan_text
 from smtrain.plan.build import Plan, build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_limits import preview_problems
-from smtrain.plan.request_preview import metric_definitions, preview_request
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.declared_metrics import metric_definitions
+from smtrain.render.checked_plan import checked_plan
+from smtrain.render.request_limits import preview_problems
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.support.specfiles import BASE_TEXT, merged
@@ -37,7 +39,8 @@ def spec_path(tmp_path: Path, changes: dict[str, Any]) -> Path:
 
 
 def plan_for(tmp_path: Path, changes: dict[str, Any]) -> Plan:
-    return build_plan(load_spec(spec_path(tmp_path, changes), env={}), CATALOG)
+    """The plan every command starts from: build_plan, and its request's limits (checked_plan)."""
+    return checked_plan(load_spec(spec_path(tmp_path, changes), env={}), CATALOG)
 
 
 def refused(tmp_path: Path, changes: dict[str, Any]) -> list[str]:
@@ -240,7 +243,7 @@ def test_plan_shows_the_wraps_rate_rule_and_a_global_batch(tmp_path):
 
 def test_a_region_without_the_sdks_image_is_refused_at_the_region(tmp_path):
     out = refused(tmp_path, {"region": "eu-west-9", "tensorflow": {"version": "2.19"}})
-    assert len(out) == 1 and f"{tmp_path / 'job.yaml'}:3:9: region: the SageMaker SDK has no TensorFlow 2.19 " \
-        "training image in eu-west-9" in out[0] and "us-east-1" in out[0]
+    assert len(out) == 1 and f"{tmp_path / 'job.yaml'}:3:9: region: the SageMaker SDK's table has no TensorFlow " \
+        "2.19 py312 training image in eu-west-9" in out[0] and "us-east-1" in out[0]
     # An image of one's own needs no entry in the SDK's table.
     assert plan_for(tmp_path, {"region": "eu-west-9", "tensorflow": {"image_uri": "registry.example/tf:1"}})

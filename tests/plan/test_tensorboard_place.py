@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from smtrain.cli.render import plan_text
-from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_preview import preview_request
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.render.checked_plan import checked_plan
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.support.cli_runner import smtrain
@@ -23,7 +23,7 @@ IN_CONTAINER = "/opt/ml/output/tensorboard"
 
 
 def plan_for(tmp_path: Path, changes: dict):
-    return build_plan(load_spec(write_spec(tmp_path, {**GPU, **changes}), env={}), CATALOG)
+    return checked_plan(load_spec(write_spec(tmp_path, {**GPU, **changes}), env={}), CATALOG)
 
 
 @pytest.mark.parametrize(("changes", "s3_path"), [

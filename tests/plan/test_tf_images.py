@@ -1,6 +1,6 @@
 """smtrain's table of TensorFlow training images: its facts and sources, the URIs it renders for versions the
 SageMaker SDK does not know, the default version, the end-of-patch warning, and how `plan` shows them.
-Offline and without the SDK: the plan stage reads the SDK's and botocore's data files as files."""
+Offline and without the SDK: the plan stage reads smtrain's own data (tf_images.yaml, tf_registries.yaml)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import yaml
 
 from smtrain.cli.render import plan_text
 from smtrain.plan.build import Plan, build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.plan.tf_image_choice import default_version, patch_warning
-from smtrain.plan.tf_images import dns_suffix, image_uri, load_table, registry_uri
-from smtrain.plan.tf_versions import known_tf_versions, newest_registries
+from smtrain.plan.tf_images import image_regions, image_uri, load_table
+from smtrain.plan.tf_registries import load_registries
+from smtrain.plan.tf_versions import known_tf_versions
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.plan.test_program import line_of
@@ -93,21 +94,33 @@ def test_the_facts_checked_in_the_dlc_sources():
 
 # --- rendering a URI -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "cn-north-1", "cn-northwest-1"])
-def test_2_21_renders_from_the_sdks_registry_for_the_region(region):
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "cn-north-1", "cn-northwest-1", "us-isob-east-1"])
+def test_2_21_renders_from_the_registry_data_for_the_region(region):
     row = load_table().find("2.21")
-    account = newest_registries()[region]  # the SDK's own table, read at run time
+    data = load_registries()
+    account = data.accounts["tensorflow-training"][region]  # smtrain's data, copied from the SDKs' tables
     uri = image_uri(row, region)
     host, _, path = uri.partition("/")
     assert path == "tensorflow-training:2.21.0-gpu-py312-cu129-amzn2023-sagemaker"
-    assert host.split(".")[:4] == [account, "dkr", "ecr", region]
+    assert host == f"{account}.dkr.ecr.{region}.{data.domains[region]}"
     assert host.endswith(".amazonaws.com.cn") == region.startswith("cn-")
-    assert uri == registry_uri(account, region, "tensorflow-training", row.tag)
 
 
-def test_partitions_come_from_botocore():
-    assert dns_suffix("us-east-1") == "amazonaws.com" and dns_suffix("cn-north-1") == "amazonaws.com.cn"
-    assert dns_suffix("us-gov-west-1") == "amazonaws.com" and dns_suffix("xx-nowhere") is None
+def test_each_regions_ecr_domain_is_data():
+    domains = load_registries().domains
+    assert domains["us-east-1"] == "amazonaws.com" and domains["cn-north-1"] == "amazonaws.com.cn"
+    assert domains["us-gov-west-1"] == "amazonaws.com" and domains["us-iso-east-1"] == "c2s.ic.gov"
+    assert domains["us-isob-east-1"] == "sc2s.sgov.gov" and "xx-nowhere-1" not in domains
+
+
+def test_every_row_has_a_registry_entry_for_its_python():
+    # 2.13 to 2.19 from SDK v2's table, 2.21 from SDK v3's (tf_registries.yaml `newer`).
+    data = load_registries()
+    for row in load_table().images:
+        entry = data.entry(row.version, row.python)
+        assert entry is not None and entry.repository == load_table().repository, row
+        assert image_regions(row) == sorted(entry.regions) and "us-east-1" in entry.regions
+    assert set(data.newer) == {"2.21.0"}
 
 
 def test_no_registry_no_uri():
@@ -152,7 +165,9 @@ def test_the_plan_warns_for_2_19_at_its_line_and_not_for_2_21(tmp_path):
     (warning,) = [w.render() for w in plan.warnings]
     assert warning.startswith(f"{path}:{line_of(path, 'version:')}:") and "tensorflow.version" in warning
     assert "2026-03-11" in warning and "2.21" in warning
-    assert plan.image_uri is None and plan.summary()["tensorflow"]["image_source"] == "sdk"
+    # The SDK's table's image, rendered by smtrain the SDK's way: the version as written, gpu, the Python.
+    assert plan.image_uri.endswith(".dkr.ecr.us-east-1.amazonaws.com/tensorflow-training:2.19-gpu-py312")
+    assert plan.summary()["tensorflow"]["image_source"] == "sdk"
     assert plan.summary()["tensorflow"]["patched"] is False
     assert plan_for(tmp_path, {**G5, "tensorflow": {"version": "2.21"}}).warnings == []
     # An image of one's own: no facts about it, so no warning.
@@ -190,7 +205,7 @@ def test_plan_text_shows_version_python_cuda_and_where_the_image_comes_from(tmp_
     assert "                image: smtrain's table: " in text and "2.21.0-gpu-py312-cu129-amzn2023-sagemaker" in text
     old = plan_text(plan_for(tmp_path, {**G5, "tensorflow": {"version": "2.19"}}))
     assert "  tensorflow    2.19 py312, CUDA 12.5.1 (patches ended 2026-03-11)" in old
-    assert "image: the SageMaker SDK's, chosen at submit" in old
+    assert "image: the SageMaker SDK's table (smtrain's copy): " in old and "tensorflow-training:2.19-gpu-py312" in old
 
 
 def test_validate_and_plan_commands_show_the_warning(tmp_path):

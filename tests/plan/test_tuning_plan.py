@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.tuning import TUNING_NAME_MAX, build_tuning_plan, new_tuning_job_name
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.tuning import TUNING_NAME_MAX, new_tuning_job_name
+from smtrain.render.checked_plan import checked_plan
+from smtrain.render.tuning_limits import checked_tuning_plan
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.spec.inprocess import run
@@ -29,7 +30,7 @@ def _plan(tmp_path: Path, changes: dict[str, Any] | None = None, tuning: dict[st
     spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.12xlarge"}, **(changes or {}),
                                  "tuning": {**TUNING, **(tuning or {})}})
     loaded = load_spec(spec)
-    return build_tuning_plan(loaded, build_plan(loaded, load_catalog(None, None)))
+    return checked_tuning_plan(loaded, checked_plan(loaded, load_catalog(None, None)))
 
 
 def test_ranges_limits_and_static_hyperparameters(tmp_path: Path) -> None:

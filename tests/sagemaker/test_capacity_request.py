@@ -1,6 +1,6 @@
 """Issue 14, capacity, retries and keys: compute.prefer (InstancePreferences), training_plan, max_pending,
-max_retry_attempts, output_kms_key and volume_kms_key in the request the dry run shows, the preview, botocore's
-model, and what a live (moto) server receives."""
+max_retry_attempts, output_kms_key and volume_kms_key in the request the dry run shows (smtrain's renderer), the
+preview, botocore's model, and what a live (moto) server receives."""
 
 from __future__ import annotations
 
@@ -10,14 +10,11 @@ from typing import Any
 
 import pytest
 
-from smtrain.bundle.request import make_request
-from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_preview import preview_request
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.render.checked_plan import checked_plan
+from smtrain.render.training_request import preview_request
 from smtrain.sagemaker import submit as submission
-from smtrain.sagemaker.estimator import render_request
 from smtrain.spec.model import load_spec
-from tests.sagemaker.test_request_preview import held_fields_differ
 from tests.support import moto_server
 from tests.support.cli_runner import smtrain
 from tests.support.moto_server import BUCKET, ROLE, MotoServer
@@ -42,15 +39,11 @@ SINGLE: dict[str, Any] = {"compute": {
 
 
 def rendered_and_preview(spec_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    plan = build_plan(load_spec(spec_path, env={}), CATALOG)
-    request = make_request(plan, JOB)
-    return render_request(submission.estimator_spec(request), JOB), preview_request(plan, JOB, request.source_uri)
-
-
-def same_sections(preview: dict[str, Any], rendered: dict[str, Any]) -> bool:
-    """Both ways, where these fields live: neither may hold one the other lacks."""
-    return all(preview.get(k) == rendered.get(k) for k in ("ResourceConfig", "StoppingCondition", "RetryStrategy",
-                                                           "OutputDataConfig", "EnableManagedSpotTraining"))
+    """The dry run's request (what submit sends), and the preview validate and plan check, for the same name and
+    bundle place."""
+    plan = checked_plan(load_spec(spec_path, env={}), CATALOG)
+    prepared = submission.prepare(plan, JOB)
+    return prepared.body, preview_request(plan, JOB, prepared.request.source_uri)
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +58,7 @@ def test_a_fallback_list_reaches_the_request_in_place_of_the_instance(tmp_path, 
     from botocore.validate import ParamValidator
 
     rendered, preview = rendered_and_preview(write_spec(tmp_path, PREFER))
-    assert held_fields_differ(preview, rendered) == []
-    assert same_sections(preview, rendered)
+    assert preview == rendered
     resources = rendered["ResourceConfig"]
     # The API: InstancePreferences excludes InstanceType; a count per preference excludes the job's count.
     assert "InstanceType" not in resources and "InstanceCount" not in resources
@@ -84,12 +76,11 @@ def test_a_fallback_list_reaches_the_request_in_place_of_the_instance(tmp_path, 
     assert not report.has_errors(), report.generate_report()
 
 
-def test_the_sdk_renders_retries_keys_and_the_training_plan(tmp_path, shape):
+def test_the_request_carries_retries_keys_and_the_training_plan(tmp_path, shape):
     from botocore.validate import ParamValidator
 
     rendered, preview = rendered_and_preview(write_spec(tmp_path, SINGLE))
-    assert held_fields_differ(preview, rendered) == []
-    assert same_sections(preview, rendered)
+    assert preview == rendered
     resources = rendered["ResourceConfig"]
     assert (resources["InstanceType"], resources["InstanceCount"]) == ("ml.p3.16xlarge", 1)
     assert resources["TrainingPlanArn"] == PLAN_ARN
@@ -115,18 +106,17 @@ def test_the_dry_run_shows_the_list(tmp_path):
     assert "max pending   7200 s" in done.stdout and "retries       3" in done.stdout
 
 
-@pytest.mark.slow
 def test_the_server_receives_what_the_dry_run_shows(aws: MotoServer, tmp_path):
     spec = write_spec(tmp_path, {**PREFER, "inputs": {"train": f"s3://{BUCKET}/train"},
                                  "output": f"s3://{BUCKET}/out", "role": ROLE})
     env = aws.env(tmp_path)
-    dry = smtrain("submit", str(spec), "--dry-run", "--job-name", "dry-run-name", "-o", "json", env=env)
+    dry = smtrain("submit", str(spec), "--dry-run", "--job-name", "capacity-job", "-o", "json", env=env)
     assert dry.returncode == 0, dry.stderr
-    sent = smtrain("submit", str(spec), "-o", "json", env=env)
+    sent = smtrain("submit", str(spec), "--job-name", "capacity-job", "-o", "json", env=env)
     assert sent.returncode == 0, sent.stderr
-    name = json.loads(sent.stdout)["job_name"]
+    # The same name, the same code: the very value the dry run showed, the bundle's place included.
     [received] = aws.control.create_requests
-    assert received == json.loads(json.dumps(json.loads(dry.stdout)["request"]).replace("dry-run-name", name))
+    assert received == json.loads(dry.stdout)["request"]
     assert received["ResourceConfig"]["InstancePreferences"][0]["TrainingPlanArns"] == [PLAN_ARN]
     assert received["StoppingCondition"]["MaxPendingTimeInSeconds"] == 7200
     assert received["RetryStrategy"] == {"MaximumRetryAttempts": 3}

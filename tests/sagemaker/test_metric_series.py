@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from smtrain.cli.metrics_command import follow_metrics
-from smtrain.plan.request_preview import metric_definitions
+from smtrain.plan.declared_metrics import metric_definitions
 from smtrain.sagemaker.backend import SageMakerBackend
 from tests.spec.inprocess import run
 from tests.support import moto_server
@@ -168,7 +168,7 @@ def test_submit_wait_ends_with_the_metrics_summary(aws: MotoServer, tmp_path, ou
 
 
 def test_the_epoch_rule_without_train_epoch_and_with_an_epoch_run_twice() -> None:
-    from smtrain.sagemaker.metric_series import by_epoch
+    from smtrain.jobs import by_epoch
 
     t = [dt.datetime(2026, 11, 23, 8, 0, s, tzinfo=dt.timezone.utc) for s in range(5)]
     # No train:epoch (a program of its own): each distinct time is the next epoch.
@@ -183,7 +183,7 @@ def test_the_epoch_rule_without_train_epoch_and_with_an_epoch_run_twice() -> Non
 
 
 def test_the_epoch_is_the_whole_number_logged_and_values_are_kept_as_read() -> None:
-    from smtrain.sagemaker.metric_series import by_epoch
+    from smtrain.jobs import by_epoch
 
     t = [dt.datetime(2026, 11, 23, 8, 0, s, tzinfo=dt.timezone.utc) for s in range(8)]
     epochs = [(t[0], 3.0), (t[1], -1.0), (t[2], 0.0), (t[3], float("nan")), (t[4], 2.5), (t[5], 1e300),

@@ -13,7 +13,7 @@ import pytest
 from smtrain import exit_codes
 from smtrain.cli.costs import LOCAL, cost_cell, cost_rows
 from smtrain.jobs import JobInfo
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.plan.job_cost import job_cost
 from tests.spec.inprocess import run
 from tests.support import moto_server

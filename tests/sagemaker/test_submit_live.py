@@ -23,7 +23,7 @@ from tests.support.moto_server import BUCKET, QUOTA, THROTTLE, Fault, MotoServer
 moto_session = moto_server.moto_session
 aws = moto_server.aws
 
-# Every submit that gets as far as the SageMaker SDK spends seconds importing it.
+# Each of these runs smtrain as a process against the server (retries, faults): seconds each.
 slow = pytest.mark.slow
 
 JOB_NAME_RE = re.compile(r"^test-job-\d{8}-\d{6}-[0-9a-f]{4}$")
@@ -85,6 +85,42 @@ def test_server_receives_the_dry_run_request_and_the_bundle_once(aws: MotoServer
     assert aws.control.count("PutObject") == 1
     assert aws.control.create_requests[1] == _renamed(received, name, again["job_name"])
     assert sorted(aws.jobs()) == sorted([name, again["job_name"]])
+
+
+SHA256 = re.compile(r"/source/[0-9a-f]{64}/")
+
+
+def _sha256_masked(request: dict[str, Any]) -> dict[str, Any]:
+    """The request with the bundle's sha256 (in its S3 key) masked wherever it appears."""
+    return json.loads(SHA256.sub("/source/<sha256>/", json.dumps(request)))
+
+
+def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws: MotoServer, tmp_path):
+    # submit = send(the dry run's value): the same --job-name for both, and the body the server received equals
+    # the dry run's `request` field by field, but for the bundle's sha256 (README: names and the sha256 aside).
+    from tests.render.test_sdk_oracle import differences
+
+    spec = live_spec(tmp_path, {
+        "compute": {"nodes": 2, "instance_type": "ml.g5.12xlarge", "spot": True, "max_run": "2h", "max_wait": "3h",
+                    "max_retry_attempts": 1},
+        "environment": {"LOG_LEVEL": "debug"}, "tags": {"team": "ml"}, "checkpoints": f"s3://{BUCKET}/ck",
+        "inputs": {"train": {"uri": f"s3://{BUCKET}/train", "mode": "FastFile"}, "eval": f"s3://{BUCKET}/eval"},
+        "network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"], "isolation": True}})
+    env = aws.env(tmp_path)
+    dry = smtrain("submit", str(spec), "--dry-run", "--job-name", "same-name-1", "-o", "json", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert aws.control.calls == []  # the dry run is offline
+    dry = json.loads(dry.stdout)
+    sent = smtrain("submit", str(spec), "--job-name", "same-name-1", "-o", "json", env=env)
+    assert sent.returncode == 0, sent.stderr
+    sent = json.loads(sent.stdout)
+    [received] = aws.control.create_requests
+    assert differences(_sha256_masked(received), _sha256_masked(dry["request"])) == []
+    assert list(received) == list(dry["request"])  # the same members, in the same order
+    # The sha256 the request names is the bundle uploaded (the code channel, with network isolation).
+    code = [c for c in received["InputDataConfig"] if c["ChannelName"] == "code"]
+    assert code[0]["DataSource"]["S3DataSource"]["S3Uri"] == sent["upload"]["uri"]
+    assert _objects(aws) == [sent["upload"]["uri"].split("/", 3)[3]]
 
 
 @slow

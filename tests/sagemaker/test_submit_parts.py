@@ -11,15 +11,19 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, ReadTimeoutError
 
+from smtrain import aws as aws_calls
 from smtrain import exit_codes
 from smtrain.bundle.model import Bundle
 from smtrain.errors import UserError
-from smtrain.sagemaker import aws as aws_calls
+from smtrain.plan.build import build_plan
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.sagemaker import submit as submission
 from smtrain.sagemaker.create import create_training_job
 from smtrain.sagemaker.upload import SHA256_METADATA, upload_bundle, want_progress_bar
+from smtrain.spec.model import load_spec
 from smtrain.spec.units import parse_since
 from tests.support import moto_server
-from tests.support.moto_server import BUCKET, MotoServer
+from tests.support.moto_server import BUCKET, THROTTLE, Fault, MotoServer, live_spec
 
 moto_session = moto_server.moto_session
 aws = moto_server.aws
@@ -155,13 +159,20 @@ def test_client_settings(monkeypatch):
     assert info.value.code == exit_codes.USAGE
 
 
-def test_real_sessions_send_create_without_botocore_retries():
-    from smtrain.sagemaker.estimator import make_session
-
-    session = make_session("us-east-1", dry_run=False)
-    assert session.create_client.meta.config.retries["total_max_attempts"] == 1
-    assert session.sagemaker_client.meta.config.retries["mode"] == "standard"
-    assert session.s3_client.meta.config.read_timeout == aws_calls.read_timeout()
+def test_send_creates_without_botocore_retries_and_describes_with_them(aws: MotoServer, tmp_path, monkeypatch):
+    # send()'s own clients, over real HTTP: a 5xx on CreateTrainingJob is smtrain's to resolve (describe, then
+    # send once more), never resent blind by botocore, whose standard mode would retry it at once; the other
+    # clients keep botocore's retries (a throttled DescribeTrainingJob is sent again by botocore alone).
+    for key, value in aws.env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    prepared = submission.prepare(build_plan(load_spec(live_spec(tmp_path), env={}), load_catalog()), "no-blind-resend")
+    aws.control.inject("DescribeTrainingJob", THROTTLE)
+    aws.control.inject("CreateTrainingJob", Fault("InternalFailure", "injected 500", status=500))
+    submitted = submission.send(prepared)
+    assert aws.control.calls == ["DescribeTrainingJob", "DescribeTrainingJob", "PutObject", "CreateTrainingJob",
+                                 "DescribeTrainingJob", "CreateTrainingJob"]
+    assert aws.jobs() == ["no-blind-resend"] and submitted.arn and not submitted.confirmed_by_describe
+    assert aws.control.create_requests == [prepared.body, prepared.body]  # the value prepared, unchanged
 
 
 def test_unknown_region_is_refused_before_any_call():

@@ -1,5 +1,5 @@
-"""A TensorFlow image from smtrain's table through the SageMaker SDK: the URI composed the way the SDK composes
-its own, and a 2.21 job's dry run (the real SDK path) carrying it, valid for the service model."""
+"""A TensorFlow image from smtrain's data against the SageMaker SDK v2: the URI composed the way the SDK composes
+its own, and a 2.21 job's dry run carrying it, valid for the service model."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.tf_images import image_uri, load_table, registry_uri
-from smtrain.plan.tf_versions import newest_registries
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.plan.tf_images import image_uri, load_table
+from smtrain.plan.tf_versions import image_uri as sdk_table_uri
 from smtrain.sagemaker import submit as submission
 from smtrain.spec.model import load_spec
-from tests.sagemaker.test_request_preview import assert_preview_is_the_sdk_request
+from tests.render.test_sdk_oracle import assert_smtrain_renders_what_the_sdk_does
 from tests.spec.inprocess import run
 from tests.support.specfiles import write_spec
 
@@ -36,9 +36,8 @@ def sdk_retrieve():
 def test_the_composition_is_the_sdks_on_a_version_it_knows(region, sdk_retrieve):
     sdk = sdk_retrieve("tensorflow", region, version="2.19", py_version="py312", instance_type="ml.p4d.24xlarge",
                        image_scope="training")
-    account = newest_registries()[region]
-    assert sdk == registry_uri(account, region, "tensorflow-training", "2.19-gpu-py312")
-    # 2.21 (the SDK has no entry): the same registry and repository, the table's tag.
+    assert sdk == sdk_table_uri("2.19", "py312", region, "ml.p4d.24xlarge")  # smtrain's copy of the SDK's table
+    # 2.21 (SDK v2 has no entry): the same registry and repository, the table's tag.
     assert image_uri(load_table().find("2.21"), region) == sdk.rsplit(":", 1)[0] + \
         ":2.21.0-gpu-py312-cu129-amzn2023-sagemaker"
 
@@ -65,7 +64,7 @@ def test_a_2_21_dry_run_carries_the_tables_image(changes, tmp_path, create_train
     report = ParamValidator().validate(body, create_training_job_shape)
     assert not report.has_errors(), report.generate_report()
     # The preview (validate, plan) holds the same request, image included.
-    assert_preview_is_the_sdk_request(spec)
+    assert_smtrain_renders_what_the_sdk_does(spec)
 
 
 def test_submit_dry_run_shows_the_image_and_warns_past_end_of_patch(tmp_path: Path):
@@ -80,17 +79,3 @@ def test_submit_dry_run_shows_the_image_and_warns_past_end_of_patch(tmp_path: Pa
     out = run("submit", str(old), "--dry-run")
     assert out.code == 0 and "tensorflow-training:2.19-gpu-py312" in out.stdout
     assert "warning: " in out.stderr and "2026-03-11" in out.stderr and "move to 2.21" in out.stderr
-
-
-def test_an_estimator_spec_without_the_image_gets_the_tables(tmp_path: Path):
-    import dataclasses
-
-    from smtrain.bundle.request import make_request
-    from smtrain.sagemaker.estimator import render_request
-
-    plan = build_plan(load_spec(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}}), env={}),
-                      CATALOG, today=TODAY)
-    job = "tf-221-20260101-000000-abcd"
-    bare = dataclasses.replace(submission.estimator_spec(make_request(plan, job)), image_uri=None, py_version=None)
-    assert bare.framework_version == "2.21"
-    assert render_request(bare, job)["AlgorithmSpecification"]["TrainingImage"] == plan.image_uri

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from smtrain.plan.service_model import check_request
+from smtrain.render.service_model import check_request
 from tests.sagemaker.test_lifecycle import JOB_KEYS
 from tests.spec.inprocess import run
 from tests.support import moto_server

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
+from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from smtrain.spec.starter import PLACEHOLDER_ROLE, hyperparameters, job_name, read_script, starter_text
 

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from smtrain.sagemaker.estimator import validate_job_name
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.sagemaker.create import TRAINING, validate_job_name
 from smtrain.spec import yaml_source
 from smtrain.spec.model import json_schema, load_spec
 from smtrain.spec.problems import SpecError, dotted
@@ -181,9 +183,10 @@ def test_a_trailing_newline_never_passes(tmp_path, place):
 
 
 def test_the_sagemaker_path_refuses_a_job_name_with_a_newline():
-    validate_job_name("mnist-20250101-000000-abcd")
-    with pytest.raises(ValueError, match="invalid training job name"):
-        validate_job_name("mnist-20250101-000000-abcd\n")
+    validate_job_name("mnist-20250101-000000-abcd", TRAINING)
+    with pytest.raises(UserError, match="invalid training job name") as info:
+        validate_job_name("mnist-20250101-000000-abcd\n", TRAINING)
+    assert info.value.code == exit_codes.USAGE
 
 
 def test_job_name_option_refuses_a_trailing_newline(tmp_path):

@@ -1,4 +1,5 @@
-"""Talking to AWS: configured boto3 sessions, the region check, and errors a person can act on.
+"""Talking to AWS: the default region (found without boto3), configured boto3 sessions, the region check,
+and errors a person can act on.
 
 Every AWS call smtrain makes goes through a session from :func:`boto_session`: botocore's
 standard retry mode (throttling and transient errors are retried with backoff), bounded connect
@@ -10,9 +11,11 @@ boto3 and botocore are imported inside functions: importing this module must sta
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smtrain import exit_codes
@@ -42,6 +45,25 @@ _BAD_CREDENTIAL_CODES = frozenset({
 })
 _EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "RequestExpired", "TokenRefreshRequired"})
 _ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "403", "Forbidden"})
+
+
+def default_region(env: Mapping[str, str] | None = None) -> str | None:
+    """AWS_REGION, AWS_DEFAULT_REGION, then the profile's `region` in the AWS config file."""
+    env = os.environ if env is None else env
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if env.get(name):
+            return env[name]
+    config_file = Path(env.get("AWS_CONFIG_FILE") or Path.home() / ".aws" / "config").expanduser()
+    profile = env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE") or "default"
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(config_file)
+    except (OSError, configparser.Error):
+        return None
+    section = profile if profile == "default" else f"profile {profile}"
+    if parser.has_option(section, "region"):
+        return parser.get(section, "region").strip() or None
+    return None
 
 
 def read_timeout() -> float:

@@ -15,8 +15,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from smtrain.plan.preflight_names import Names, leaf, parents
-from smtrain.plan.preflight_rules import MPI_STRATEGIES, Hit, JobContext
+from smtrain.preflight.names import Names, leaf, parents
+from smtrain.preflight.rules import MPI_STRATEGIES, Hit, JobContext
 from smtrain.spec.problems import brief
 from smtrain.spec.python_file import walk
 

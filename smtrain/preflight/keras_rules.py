@@ -11,9 +11,9 @@ import ast
 import re
 from collections.abc import Iterator
 
-from smtrain.plan.preflight_io import may_be_a_model
-from smtrain.plan.preflight_names import Names, leaf, parents
-from smtrain.plan.preflight_rules import ERROR, WARNING, Hit, JobContext, legacy_keras
+from smtrain.preflight.io_rules import may_be_a_model
+from smtrain.preflight.names import Names, leaf, parents
+from smtrain.preflight.rules import ERROR, WARNING, Hit, JobContext, legacy_keras
 from smtrain.spec.python_file import walk
 from smtrain.spec.script_reads import conditional
 

@@ -1,16 +1,15 @@
-"""The SageMaker backend: build the SDK's TensorFlow estimator; render its request or send it.
+"""The test oracle: the SageMaker Python SDK v2 renders the same job offline, to hold smtrain's own renderer
+(smtrain.render) equal to it field by field but the differences README documents ("The SageMaker SDK").
 
-One function, :func:`build_estimator`, configures the SageMaker Python SDK (v2) estimator for both
-a dry run and a real submission, and one, :func:`start_training`, calls its ``fit()``; only the
-:class:`sagemaker.Session` differs. Both sessions take the finished CreateTrainingJob request at
-the SDK's own ``Session._intercept_create_request`` seam (the one ``PipelineSession`` uses): the
-dry-run session keeps it, the real one sends it so that it never makes two jobs
-(``sagemaker_create``). So the dry run goes through exactly the code a real submit runs.
-Following jobs (describe, list, logs, stop) is in ``sagemaker_jobs``.
+This was smtrain's send path until smtrain rendered its requests itself, kept as the oracle: the SDK's
+TensorFlow estimator and HyperparameterTuner configured from a Request as smtrain configured them (no Debugger
+hook, the profiler off, no SDK config files, no telemetry), their requests taken at the SDK's own
+``Session._intercept_create_request`` seam (the one ``PipelineSession`` uses) by a session that never sends:
+no credentials, and a botocore handler that refuses any request. The SDK picks the image of every version its
+table knows; smtrain's own pick is what is compared with it.
 
-Importing this module is cheap: ``sagemaker``, ``boto3`` and ``botocore`` are imported inside
-functions only, because ``smtrain validate``/``plan`` must not pay the SDK's ~2.5 s import. The
-TensorFlow version helpers read the SDK's image table as a plain JSON file for the same reason.
+``sagemaker`` is imported inside functions, quietly (its config logger, its logging.basicConfig, its rich
+traceback hook are undone).
 """
 
 from __future__ import annotations
@@ -23,12 +22,14 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from smtrain.plan.request_preview import with_capacity
-from smtrain.plan.tf_images import image_uri, load_table
-from smtrain.plan.tf_versions import default_py_version, tf_py_versions
+from smtrain.bundle.request import Request
+from smtrain.plan.declared_metrics import metric_definitions
+from smtrain.plan.job_places import CHECKPOINT_LOCAL_PATH, TENSORBOARD_LOCAL_PATH, tensorboard_s3_path
+from smtrain.plan.tuning import TuningPlan
+from smtrain.render.training_request import max_wait_seconds, volume_size_gb
 from smtrain.spec.patterns import JOB_NAME
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
@@ -36,15 +37,15 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
     import sagemaker
     from sagemaker.inputs import TrainingInput
     from sagemaker.tensorflow import TensorFlow
+    from sagemaker.tuner import HyperparameterTuner
 
 __all__ = [
     "EstimatorSpec",
     "build_estimator",
+    "estimator_spec",
     "make_session",
     "render_request",
-    "start_training",
-    "training_inputs",
-    "validate_job_name",
+    "render_tuning_request",
 ]
 
 # The bundled entry point inside smtrain's own source bundle.
@@ -102,10 +103,6 @@ class EstimatorSpec:
     output_kms_key: str | None = None
     volume_kms_key: str | None = None
     training_plan: str | None = None
-    # Not known to the SDK v2, added to its request by the session (see SmtrainSession.capacity): the
-    # fallback list replaces instance_type/instance_count (the SDK still needs them: the first choice).
-    instance_preferences: tuple[dict, ...] | None = None
-    max_pending: int | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,37 +183,26 @@ _initialize_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=1)
-def _session_classes() -> tuple[type, type]:
-    """(session class for real submits, session class for dry runs), defined after import."""
+def _dry_run_session_class() -> type:
+    """The session class that captures requests instead of sending them, defined after the SDK's import."""
     _import_sdk()
     import sagemaker
     import sagemaker.session as sm_session
 
-    class SmtrainSession(sagemaker.Session):
-        """A normal SDK session that ignores the SDK's "defaults" config files.
+    class DryRunSession(sagemaker.Session):
+        """Captures CreateTrainingJob (and the tuning create) instead of sending it, ignoring the SDK's config files.
 
-        The job spec is smtrain's only source of settings: a config.yaml under /etc/xdg or
-        ~/.config (or named by SAGEMAKER_*_CONFIG_OVERRIDE, possibly on S3) would add tags, VPC,
-        KMS keys or environment that the spec and the dry run never showed, and would make the
-        request depend on the machine. Session._initialize loads those files whenever it is given
-        an empty config, so the loader is swapped out for the duration of the call.
+        Session.train() builds the request, then hands it and a `create` callback to
+        _intercept_create_request; not calling `create` is the whole dry run. A config.yaml under /etc/xdg or
+        ~/.config would add tags, VPC, KMS keys or environment to the SDK's request: Session._initialize loads
+        those files whenever it is given an empty config, so the loader is swapped out for that call.
         """
 
-        # Set by make_session for real submits: a SageMaker client with botocore's retries off.
-        create_client: Any = None
-        # Set by build_estimator: what the SDK v2 cannot render (compute.prefer's InstancePreferences,
-        # MaxPendingTimeInSeconds), added to its CreateTrainingJob request here, where the dry run
-        # captures it and the real session sends it: one dict for both.
-        capacity: tuple[list[dict] | None, int | None] = (None, None)
-
-        def _completed(self, request: dict, func_name: str | None) -> dict:
-            if func_name != "train" or self.capacity == (None, None):
-                return request
-            return with_capacity(copy.deepcopy(request), *self.capacity)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.captured: list[tuple[str | None, dict]] = []
+            super().__init__(*args, **kwargs)
 
         def _initialize(self, *args: Any, **kwargs: Any) -> None:
-            self.sent: list[dict] = []
-            self.created: Any = None  # sagemaker_create.CreateOutcome once sent
             with _initialize_lock:
                 original = sm_session.load_sagemaker_config
                 sm_session.load_sagemaker_config = _no_sdk_defaults
@@ -225,33 +211,9 @@ def _session_classes() -> tuple[type, type]:
                 finally:
                     sm_session.load_sagemaker_config = original
 
-        def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> Any:
-            request = self._completed(request, func_name)
-            # The SDK's own `create` would send CreateTrainingJob through a client that retries
-            # blindly (and log an error line of its own on failure): send it the safe way instead.
-            if func_name not in ("train", "create_tuning_job") or self.create_client is None:
-                return create(request)
-            from smtrain.sagemaker.create import TRAINING, TUNING, create_training_job
-
-            self.sent.append(copy.deepcopy(request))
-            kind = TRAINING if func_name == "train" else TUNING  # tuning: smtrain.sagemaker.tuning
-            self.created = create_training_job(self.create_client, self.sagemaker_client, request, kind=kind)
-            return None
-
-    class DryRunSession(SmtrainSession):
-        """Captures CreateTrainingJob instead of sending it.
-
-        Session.train() builds the request, then hands it and a `create` callback to
-        _intercept_create_request; not calling `create` is the whole dry run.
-        """
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.captured: list[tuple[str | None, dict]] = []
-            super().__init__(*args, **kwargs)
-
         def _intercept_create_request(self, request: dict, create: Any, func_name: str | None = None) -> None:
             # A copy: the SDK keeps references to parts of the request in the estimator.
-            self.captured.append((func_name, copy.deepcopy(self._completed(request, func_name))))
+            self.captured.append((func_name, copy.deepcopy(request)))
             return None
 
         # fit(wait=False) never waits; these guard the paths that force a wait anyway.
@@ -261,7 +223,7 @@ def _session_classes() -> tuple[type, type]:
         def logs_for_job(self, job_name: str, *args: Any, **kwargs: Any) -> None:
             raise RuntimeError(f"dry run: training job {job_name!r} was never created")
 
-    return SmtrainSession, DryRunSession
+    return DryRunSession
 
 
 def _refuse_to_send(request: Any = None, **kwargs: Any) -> None:
@@ -314,33 +276,10 @@ def _reusing_clients(session_class: type) -> type:
     return ReusingClients
 
 
-def make_session(region: str, *, dry_run: bool, boto_session: boto3.Session | None = None) -> sagemaker.Session:
-    """A SageMaker session for `region`.
-
-    dry_run=True: the session records CreateTrainingJob in ``session.captured`` and sends nothing;
-    without `boto_session` it also has no credentials and refuses any AWS request.
-    dry_run=False: an ordinary session (the default AWS credential chain unless `boto_session`),
-    whose clients retry throttling (botocore standard mode) and time out (see backends.aws);
-    CreateTrainingJob goes out through ``sagemaker_create``, which never makes two jobs.
-    Both ignore the SDK's "defaults" config files (see SmtrainSession).
-    """
-    real_cls, dry_cls = _session_classes()
-    if boto_session is None:
-        if dry_run:
-            boto_session = _offline_boto_session(region)
-        else:
-            from smtrain.sagemaker.aws import boto_session as configured_session
-
-            boto_session = configured_session(region)
-    elif boto_session.region_name != region:
-        raise ValueError(f"boto session is for region {boto_session.region_name!r}, the job is for {region!r}")
-    if dry_run:
-        return dry_cls(boto_session=boto_session)
-    from smtrain.sagemaker.aws import client_config
-
-    session = real_cls(boto_session=boto_session)
-    session.create_client = boto_session.client("sagemaker", config=client_config(max_attempts=1))
-    return session
+def make_session(region: str) -> sagemaker.Session:
+    """A SageMaker session for `region` that records every create in ``session.captured`` and sends nothing: it
+    has no credentials and refuses any AWS request."""
+    return _dry_run_session_class()(boto_session=_offline_boto_session(region))
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,14 +330,25 @@ def _check_spec(spec: EstimatorSpec) -> None:
             raise ValueError("multi_worker_mirrored_strategy needs framework_version (>= 2.9)")
 
 
-def _with_table_image(spec: EstimatorSpec) -> EstimatorSpec:
-    """A version the SDK has no image for but smtrain's table has (2.21): its image, rendered for the region,
-    goes to the SDK as image_uri (a plan has done this already; this covers specs built another way)."""
-    if spec.image_uri or spec.framework_version in tf_py_versions():
-        return spec
-    row = load_table().find(spec.framework_version)
-    uri = image_uri(row, spec.region) if row else None
-    return replace(spec, image_uri=uri, py_version=spec.py_version or row.python) if row and uri else spec
+def _sdk_table() -> dict:
+    """The SDK's own TensorFlow training table (versions, aliases, Python versions, registries)."""
+    _import_sdk()
+    from sagemaker import image_uris
+
+    return image_uris.config_for_framework("tensorflow")["training"]
+
+
+def tf_py_versions() -> dict[str, list[str]]:
+    """Versions the SDK has a training image for (full and short spellings) -> their Python versions."""
+    table = _sdk_table()
+    full = {v: list(cfg.get("py_versions") or ()) for v, cfg in table["versions"].items()}
+    return {**full, **{alias: full[target] for alias, target in table.get("version_aliases", {}).items()
+                       if target in full}}
+
+
+def default_py_version(version: str) -> str | None:
+    pys = tf_py_versions().get(version)
+    return max(pys, key=lambda p: (len(p), p)) if pys else None
 
 
 def _resolve_py_version(spec: EstimatorSpec) -> str | None:
@@ -448,7 +398,6 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
 
     Raises ValueError for settings the SDK rejects, with the reason.
     """
-    spec = _with_table_image(spec)
     _check_spec(spec)
     py_version = _resolve_py_version(spec)
     _import_sdk()
@@ -508,7 +457,6 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
     for name in ("max_retry_attempts", "output_kms_key", "volume_kms_key", "training_plan"):
         if getattr(spec, name) is not None:
             kwargs[name] = getattr(spec, name)
-    session.capacity = (list(spec.instance_preferences) if spec.instance_preferences else None, spec.max_pending)
 
     try:
         with _default_boto_session(session.boto_session):
@@ -571,11 +519,11 @@ def validate_job_name(job_name: str) -> None:
 def render_request(spec: EstimatorSpec, job_name: str) -> dict:
     """The exact keyword arguments the SDK would pass to CreateTrainingJob, computed offline.
 
-    Runs the same estimator.fit() as a real submit against a session that captures the request
+    Runs estimator.fit() against a session that captures the request
     instead of sending it. Needs no credentials and opens no connection.
     """
     validate_job_name(job_name)
-    session = make_session(spec.region, dry_run=True)
+    session = make_session(spec.region)
     start_training(build_estimator(spec, session), spec, job_name)
     requests = [req for name, req in session.captured if name == "train"]
     if len(requests) != 1:
@@ -584,11 +532,7 @@ def render_request(spec: EstimatorSpec, job_name: str) -> dict:
 
 
 def start_training(estimator: TensorFlow, spec: EstimatorSpec, job_name: str) -> None:
-    """``estimator.fit()`` without waiting: the one call a dry run and a real submit share.
-
-    With a real session this sends CreateTrainingJob (see SmtrainSession); the request sent is in
-    ``session.sent`` and the outcome in ``session.created``.
-    """
+    """``estimator.fit()`` without waiting: the dry-run session captures the request."""
     validate_job_name(job_name)
     # With MLFLOW_TRACKING_URI set and network isolation on, fit() forces wait=True and then
     # contacts MLflow; smtrain follows jobs itself.
@@ -597,3 +541,113 @@ def start_training(estimator: TensorFlow, spec: EstimatorSpec, job_name: str) ->
             estimator.fit(training_inputs(spec), wait=False, logs=False, job_name=job_name)
         except ValueError as exc:
             raise ValueError(f"SageMaker SDK rejected the job: {exc}") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# From a Request, as smtrain configured the SDK
+# --------------------------------------------------------------------------------------------
+
+
+def estimator_spec(request: Request) -> Any:
+    """The SDK-neutral description of the TensorFlow estimator (see backends.sagemaker)."""
+    plan, spec = request.plan, request.plan.spec
+    output = spec.output.rstrip("/")
+    c = spec.compute
+    tensorboard = tensorboard_s3_path(spec)
+    return EstimatorSpec(
+        region=plan.region,
+        role=spec.role,
+        entry_point=plan.entry_point,
+        source_dir=request.source_uri,
+        instance_type=plan.instance.name,
+        instance_count=plan.nodes,
+        framework_version=plan.framework_version,
+        py_version=plan.py_version,
+        # The SDK picks the image of a version it knows: that pick is what smtrain's own is compared with.
+        image_uri=spec.tensorflow.image_uri or (None if plan.framework_version in tf_py_versions() else plan.image_uri),
+        distribution=plan.distribution,
+        hyperparameters=dict(plan.hyperparameters),
+        output_path=output,
+        code_location=output,
+        volume_size_gb=volume_size_gb(c),
+        max_run=c.max_run,
+        use_spot=c.spot,
+        max_wait=max_wait_seconds(c),
+        checkpoint_s3_uri=spec.checkpoints,
+        checkpoint_local_path=CHECKPOINT_LOCAL_PATH if spec.checkpoints else None,
+        keep_alive_seconds=c.keep_alive or None,
+        subnets=spec.network.subnets,
+        security_group_ids=spec.network.security_groups,
+        network_isolation=spec.network.isolation,
+        encrypt_inter_container_traffic=spec.network.encrypt_inter_container_traffic,
+        environment=dict(plan.environment),  # the spec's, then smtrain's SMTRAIN_* variables
+        tags=dict(spec.tags),
+        metric_definitions=metric_definitions(plan.metrics),
+        inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution}
+                for name, ch in spec.inputs.items()},
+        tensorboard_s3_uri=tensorboard,
+        tensorboard_local_path=TENSORBOARD_LOCAL_PATH if tensorboard else None,
+        max_retry_attempts=c.max_retry_attempts,
+        output_kms_key=spec.output_kms_key,
+        volume_kms_key=c.volume_kms_key,
+        training_plan=c.training_plan,
+    )
+
+
+def build_tuner(tp: TuningPlan, spec: EstimatorSpec, session: sagemaker.Session) -> HyperparameterTuner:
+    """The SDK's HyperparameterTuner over build_estimator(spec, session)."""
+    estimator = build_estimator(spec, session)
+    from sagemaker.parameter import CategoricalParameter, ContinuousParameter, IntegerParameter
+    from sagemaker.tuner import HyperbandStrategyConfig, HyperparameterTuner, StrategyConfig
+
+    ranges: dict[str, Any] = {}
+    for r in tp.ranges:
+        if r.kind == "categorical":
+            ranges[r.name] = CategoricalParameter(r.value_texts())
+        elif r.kind == "integer":
+            ranges[r.name] = IntegerParameter(r.min, r.max, scaling_type=r.scaling)
+        else:
+            ranges[r.name] = ContinuousParameter(r.min, r.max, scaling_type=r.scaling)
+    strategy_config = None
+    if tp.hyperband is not None:
+        strategy_config = StrategyConfig(HyperbandStrategyConfig(
+            max_resource=tp.hyperband["MaxResource"], min_resource=tp.hyperband["MinResource"]))
+    return HyperparameterTuner(
+        estimator,
+        objective_metric_name=tp.objective_metric,
+        hyperparameter_ranges=ranges,
+        # The tuner sends its own metric definitions, not the estimator's: the same list.
+        metric_definitions=[dict(m) for m in spec.metric_definitions],
+        strategy=tp.strategy,
+        objective_type=tp.objective_type,
+        max_jobs=tp.max_jobs,
+        max_parallel_jobs=tp.max_parallel_jobs,
+        max_runtime_in_seconds=tp.max_runtime,
+        strategy_config=strategy_config,
+        early_stopping_type=tp.early_stopping,
+    )
+
+
+def start_tuning(tuner: HyperparameterTuner, spec: EstimatorSpec, name: str) -> None:
+    """``tuner.fit()`` without waiting: the dry-run session captures the request."""
+    # The tuner reads estimator.model_data to look for JumpStart artifacts, and for an estimator that
+    # never trained that property logs a warning meant for pipeline builders: not this user's concern.
+    estimator_log = logging.getLogger("sagemaker.estimator")
+    level = estimator_log.level
+    estimator_log.setLevel(logging.ERROR)
+    try:
+        # include_cls_metadata=False: a framework estimator gets sagemaker_estimator_* anyway (the SDK
+        # adds them for attach()); the trials' program ignores them.
+        tuner.fit(training_inputs(spec), job_name=name, include_cls_metadata=False, wait=False)
+    finally:
+        estimator_log.setLevel(level)
+
+
+def render_tuning_request(tp: TuningPlan, spec: EstimatorSpec, name: str) -> dict[str, Any]:
+    """The exact CreateHyperParameterTuningJob request, offline (see the module's docstring)."""
+    session = make_session(spec.region)
+    start_tuning(build_tuner(tp, spec, session), spec, name)
+    requests = [req for func, req in session.captured if func == "create_tuning_job"]
+    if len(requests) != 1:
+        raise RuntimeError(f"expected one CreateHyperParameterTuningJob request, captured {len(requests)}")
+    return requests[0]

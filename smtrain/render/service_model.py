@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smtrain.plan import java_regex
+from smtrain.render import java_regex
 
 SERVICE = "sagemaker"
 OPERATION = "CreateTrainingJob"

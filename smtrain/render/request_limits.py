@@ -1,7 +1,7 @@
 """CreateTrainingJob's limits, checked on a request and reported at the spec field that set the value.
 
-validate and plan check the request preview (request_preview); the dry run and submit check the
-request the SDK rendered. Both go through request_problems(), so both name the same fields: each
+validate and plan check the request preview (training_request.preview_request); the dry run and submit
+check the request they send. Both go through request_problems(), so both name the same fields: each
 request path is traced back to the spec path that produced it (HyperParameters.epochs to
 training.epochs, ResourceConfig.KeepAlivePeriodInSeconds to compute.keep_alive, a channel's S3Uri
 to inputs.<name>.uri, a whole map's size to the map's own field), located through the spec's
@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from smtrain.plan.build import Plan
 from smtrain.plan.program import field_of_variable
-from smtrain.plan.request_preview import PlanLike, preview_request
-from smtrain.plan.service_model import OPERATION, Violation, check_request
+from smtrain.render.service_model import OPERATION, Violation, check_request
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import Spec, TrainingSpec
 from smtrain.spec.problems import Path_, Problem, dotted
 
@@ -68,8 +69,8 @@ _PREFERENCE_FIELDS: dict[tuple[str, ...], Path_] = {
     ("InstanceCount",): ("count",),
     ("TrainingPlanArns",): ("training_plan",),
 }
-# The hyperparameters the SageMaker SDK adds, and the spec field each value comes from.
-_SDK_HYPERPARAMETERS: dict[str, Path_] = {
+# The hyperparameters the TensorFlow contract adds (sagemaker_*, model_dir), and the spec field each value comes from.
+_CONTRACT_HYPERPARAMETERS: dict[str, Path_] = {
     "sagemaker_submit_directory": ("output",),
     "model_dir": ("output",),
     "sagemaker_program": ("code", "entry_point"),
@@ -97,8 +98,8 @@ def _hyperparameter_field(name: str, spec: Spec) -> Path_:
         return ("hyperparameters", name)
     if name in TrainingSpec.model_fields:
         return ("training", name)
-    if name in _SDK_HYPERPARAMETERS:
-        return _SDK_HYPERPARAMETERS[name]
+    if name in _CONTRACT_HYPERPARAMETERS:
+        return _CONTRACT_HYPERPARAMETERS[name]
     return ("distribution", "strategy") if name.startswith("sagemaker_") else ("hyperparameters",)
 
 
@@ -119,7 +120,7 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
         name = channel.get("ChannelName") if isinstance(channel, Mapping) else None
         if not isinstance(name, str):
             return ("inputs",)
-        if name not in spec.inputs:  # the SDK's code channel (network isolation): the bundle under output
+        if name not in spec.inputs:  # the code channel (network isolation): the bundle under output
             return ("output",) if path[2:] else ("inputs",)
         inner = _longest(_CHANNEL_FIELDS, path[2:])
         return ("inputs", name) + (inner[0] if inner else ())
@@ -186,14 +187,14 @@ def _message(v: Violation, request: Mapping[str, Any], spec: Spec) -> str:
     where = dotted(v.path)
     note = ""
     if v.path == ("HyperParameters",):
-        # The SDK's own hyperparameters count against the limit too: say how many there are.
+        # The contract's own hyperparameters count against the limit too: say how many there are.
         added = [k for k in request.get("HyperParameters", {}) if _hyperparameter_field(k, spec)[:1]
                  not in (("training",), ("hyperparameters",))]
-        note = f"; {len(added)} of them are added by smtrain and the SageMaker SDK"
+        note = f"; {len(added)} of them are added by smtrain for SageMaker's TensorFlow contract"
     return f"{v.message}{note} ({where} in {OPERATION})"
 
 
-def request_problems(plan: PlanLike, request: Mapping[str, Any]) -> list[Problem]:
+def request_problems(plan: Plan, request: Mapping[str, Any]) -> list[Problem]:
     """Every CreateTrainingJob limit `request` breaks, each at the spec field (and file:line:column) behind it."""
     spec = plan.spec
     local = local_only_fields(spec)
@@ -209,12 +210,12 @@ def request_problems(plan: PlanLike, request: Mapping[str, Any]) -> list[Problem
     return problems
 
 
-def preview_problems(plan: PlanLike) -> list[Problem]:
-    """request_problems() of the request preview: what validate and plan refuse before the SDK runs."""
+def preview_problems(plan: Plan) -> list[Problem]:
+    """request_problems() of the request preview: what validate and plan refuse before a bundle exists."""
     return request_problems(plan, preview_request(plan))
 
 
-def local_only_problems(plan: PlanLike) -> list[Problem]:
+def local_only_problems(plan: Plan) -> list[Problem]:
     """The local_only_fields() of the plan's spec as notes at their file:line:column (validate shows them)."""
     return [Problem(path, "a place on this machine: only `submit --local` can use it (SageMaker reads s3:// URIs)",
                     plan.source.locate(path) if plan.source is not None else None)

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from smtrain.plan import java_regex
-from smtrain.plan.java_regex import LIMITS, UnsupportedPattern, fullmatch, translate
-from smtrain.plan.service_model import OPERATION, service_model
+from smtrain.render import java_regex
+from smtrain.render.java_regex import LIMITS, UnsupportedPattern, fullmatch, translate
+from smtrain.render.service_model import OPERATION, service_model
 
 TAG = r"([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"  # TagKey / TagValue in the model
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.request_limits import local_only_fields, preview_problems, spec_field
-from smtrain.plan.request_preview import preview_request
-from smtrain.plan.service_model import DOCUMENTED_LIMITS, check_request, model_file, service_model
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.render.checked_plan import checked_plan
+from smtrain.render.request_limits import local_only_fields, preview_problems, spec_field
+from smtrain.render.service_model import DOCUMENTED_LIMITS, check_request, model_file, service_model
+from smtrain.render.training_request import preview_request
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
 from tests.support import ROOT
@@ -111,7 +112,7 @@ def test_everything_botocore_s_own_validator_finds_is_found_too():
 
 
 def test_the_model_is_botocore_s_file_read_without_importing_botocore():
-    code = ("import sys; from smtrain.plan.service_model import check_request, model_file; "
+    code = ("import sys; from smtrain.render.service_model import check_request, model_file; "
             "assert check_request({'TrainingJobName': 'x' * 64}); print(model_file()); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3', 'sagemaker')))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -121,12 +122,17 @@ def test_the_model_is_botocore_s_file_read_without_importing_botocore():
     assert model_file().is_file() and service_model().input_shape("CreateTrainingJob") == "CreateTrainingJobRequest"
 
 
-# --- the preview, checked in build_plan, reported at spec fields -------------------------------------
+# --- the preview, checked in checked_plan (build_plan leaves the request to it), reported at spec fields ----
 
 def refused(tmp_path: Path, changes: dict) -> tuple[Path, list]:
     spec = write_spec(tmp_path, changes)
     with pytest.raises(SpecError) as info:
-        build_plan(load_spec(spec, env={}), CATALOG)
+        checked_plan(load_spec(spec, env={}), CATALOG)
+    # The plan stage decides, the render stage checks the request it leads to: build_plan alone takes the
+    # spec, and its preview breaks exactly the limits checked_plan refuses.
+    plan = build_plan(load_spec(spec, env={}), CATALOG)
+    assert [(p.path, p.message) for p in preview_problems(plan)] == [(p.path, p.message) for p in
+                                                                     info.value.problems]
     return spec, info.value.problems
 
 
@@ -144,7 +150,7 @@ def test_the_issue_s_spec_is_refused_at_its_fields(tmp_path):
     assert "21601 is more than the 21600" in keep.message and "KeepAlivePeriodInSeconds" in keep.message
     hps = by_field["hyperparameters"]
     assert hps.location.line == line_of(spec, "hyperparameters:")
-    assert "entries, more than the 100" in hps.message and "added by smtrain and the SageMaker SDK" in hps.message
+    assert "entries, more than the 100" in hps.message and "added by smtrain for SageMaker" in hps.message
 
 
 @pytest.mark.parametrize(("changes", "field", "words"), [

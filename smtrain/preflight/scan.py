@@ -10,7 +10,7 @@ It runs for own scripts (code.entry_point) in validate, plan and submit. Which f
   model saved by every worker, argparse against the hyperparameters. A second script beside the entry
   point is not what runs, and is not judged by this job.
 
-preflight_rules.py, preflight_io.py, preflight_keras.py and preflight_names.py hold the rules and what they
+rules.py, io_rules.py, keras_rules.py and names.py hold the rules and what they
 share. A finding is an error where the job would fail there for certain (validate, plan and submit then
 exit 2, nothing sent), else a warning.
 """
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from smtrain.plan import preflight_io, preflight_keras, preflight_rules
 from smtrain.plan.distribution import version_tuple
-from smtrain.plan.preflight_names import Names
-from smtrain.plan.preflight_rules import ERROR, WARNING, Hit, JobContext
+from smtrain.preflight import io_rules, keras_rules, rules
+from smtrain.preflight.names import Names
+from smtrain.preflight.rules import ERROR, WARNING, Hit, JobContext
 from smtrain.spec.python_file import MAX_BYTES, read_python, walk
 from smtrain.spec.script_args import ScriptArgs, script_args
 
@@ -72,7 +72,7 @@ def context_of(plan: Plan) -> JobContext:
     legacy = str(spec.environment.get("TF_USE_LEGACY_KERAS", "")).strip().lower() in ("1", "true", "yes")
     version = plan.framework_version
     keras3 = None if not version else (version_tuple(version) >= (2, 16) and not legacy)
-    processes = plan.nodes * (plan.processes_per_host if plan.strategy in preflight_rules.MPI_STRATEGIES else 1)
+    processes = plan.nodes * (plan.processes_per_host if plan.strategy in rules.MPI_STRATEGIES else 1)
     return JobContext(nodes=plan.nodes, gpus=plan.instance.gpus, strategy=plan.strategy, processes=processes,
                       wrapped=bool(spec.code.wrap), keras3=keras3, framework_version=version,
                       hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs),
@@ -220,7 +220,7 @@ def _argparse_findings(running: list[str], parsed: dict[str, _Parsed], job: JobC
     if not parsing:
         return []
     rel, args = parsing[0]
-    return list(preflight_rules.argparse_hits(merged, job, (rel, args.parse_line or 1), files_of))
+    return list(rules.argparse_hits(merged, job, (rel, args.parse_line or 1), files_of))
 
 
 def _read(entry_point: str, files: Sequence[tuple[str, Path]], py_version: str | None
@@ -258,15 +258,15 @@ def _note(item: _Parsed) -> Finding:
 def _rule_hits(tree: ast.Module, runs: bool, job: JobContext, model_dir: str | None) -> list[Hit]:
     """The API rules' hits in a file; with the job's rules for a file that runs."""
     names = Names(tree)
-    found = list(preflight_rules.api_hits(tree, names))
+    found = list(rules.api_hits(tree, names))
     if runs:
-        for rule in (preflight_rules.strategy_hits, preflight_rules.fit_hits, preflight_io.path_hits,
-                     preflight_io.save_hits, preflight_keras.lr_hits, preflight_keras.save_format_hits,
-                     preflight_rules.wrap_strategy_hits, preflight_rules.job_shape_hits):
+        for rule in (rules.strategy_hits, rules.fit_hits, io_rules.path_hits,
+                     io_rules.save_hits, keras_rules.lr_hits, keras_rules.save_format_hits,
+                     rules.wrap_strategy_hits, rules.job_shape_hits):
             found += rule(tree, names, job)
-        found += preflight_rules.cuda_hits(tree, names)
-        found += preflight_io.opt_ml_hits(tree, names)
-        found += preflight_io.model_dir_hits(tree, names, job, model_dir)
+        found += rules.cuda_hits(tree, names)
+        found += io_rules.opt_ml_hits(tree, names)
+        found += io_rules.model_dir_hits(tree, names, job, model_dir)
     return found
 
 
@@ -344,11 +344,11 @@ def stand_ins(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[StandIn]:
         if tree is None:
             continue
         try:
-            built_here = list(preflight_rules.strategies_of(tree, Names(tree)))
+            built_here = list(rules.strategies_of(tree, Names(tree)))
         except (RecursionError, MemoryError):
             continue  # the scan says the file was not read
         for built in built_here:
-            if built.name in preflight_rules.WRAP_STANDS_FOR and not built.explicit:
+            if built.name in rules.WRAP_STANDS_FOR and not built.explicit:
                 found.append(StandIn(rel, built.line, built.call, _job_strategy(plan)))
     rank = {rel: i for i, rel in enumerate(running)}
     return sorted(found, key=lambda s: (rank[s.file], s.line))

@@ -96,6 +96,19 @@ def test_a_certain_failure_is_an_error_without_strict(tmp_path: Path) -> None:
     assert "train.py:8: error: " in dry.stderr
 
 
+def test_a_certain_failure_stops_a_tuning_job_too(tmp_path: Path) -> None:
+    # Every trial would exit at the same line: tune sends nothing, as submit does (dry run and real alike).
+    script = SCRIPT.replace('parser.add_argument("--model_dir")', 'parser.add_argument("--batch-size", type=int)\n'
+                            'parser.add_argument("--model_dir")')
+    spec = job(tmp_path, script, hyperparameters={"epochs": 2, "batch_size": 64},
+               tuning={"objective": "validation:accuracy", "max_jobs": 2,
+                       "ranges": {"hyperparameters.epochs": {"min": 1, "max": 3}}})
+    for extra in (["--dry-run"], ["--dry-run", "-o", "json"], ["-o", "json"]):
+        tune = smtrain("tune", spec, *extra)
+        assert tune.returncode == 2 and tune.stdout == "", extra
+        assert "train.py:8: error: " in tune.stderr and "nothing was sent" in tune.stderr
+
+
 def test_a_clean_script_passes_strict(tmp_path: Path) -> None:
     clean = SCRIPT.replace("tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()")
     clean = clean.replace('LOGS = "/opt/ml/output/data/logs"', 'LOGS = os.environ["SM_OUTPUT_DATA_DIR"]')

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smtrain.plan.distribution import HOROVOD_MAX_TF, version_tuple
-from smtrain.plan.preflight_names import Names, leaf, references
+from smtrain.preflight.names import Names, leaf, references
 from smtrain.spec.python_file import walk
 from smtrain.spec.script_args import ScriptArgs
 from smtrain.spec.script_reads import conditional, parents_of, script_reads

@@ -10,9 +10,9 @@ import pytest
 
 from smtrain.bundle.build import plan_bundle
 from smtrain.plan.build import build_plan
-from smtrain.plan.catalog import load_catalog
-from smtrain.plan.preflight import Finding, context_of, scan, scan_files, stand_ins
-from smtrain.plan.preflight_rules import JobContext
+from smtrain.plan.catalog_files import load_catalog
+from smtrain.preflight.rules import JobContext
+from smtrain.preflight.scan import Finding, context_of, scan, scan_files, stand_ins
 from smtrain.spec.model import load_spec
 from tests.support.specfiles import write_spec
 

@@ -1,0 +1,63 @@
+"""Known failures as a message and an exit code (README's exit codes), the same for every command."""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from smtrain import exit_codes
+from smtrain.errors import UserError
+from smtrain.plan.catalog import CatalogError
+from smtrain.redact import mask_text
+from smtrain.spec.problems import SpecError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(ctx: click.Context, message: str, code: int) -> None:
+    click.echo(mask_text(message), err=True)
+    ctx.exit(code)
+
+
+def guard(fn: F) -> F:
+    """Turn known failures into a message and an exit code; tracebacks only with --debug.
+
+    Everything printed here passes through mask_text(): no secret value reaches the terminal, not
+    even in a --debug traceback (the spec's secrets are registered as soon as it is read).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = ctx.find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except SpecError as exc:
+            from smtrain.cli.render import echo_problems
+
+            echo_problems(exc.problems)
+            n = len(exc.problems)
+            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was sent.", err=True)
+            ctx.exit(exit_codes.USAGE)
+        except CatalogError as exc:
+            _fail(ctx, f"error: {exc}", exit_codes.USAGE)
+        except UserError as exc:
+            _fail(ctx, _traceback(exc) if debug else f"error: {exc}", exc.code)
+        except KeyboardInterrupt:
+            _fail(ctx, "interrupted", exit_codes.INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):
+            raise  # BrokenPipeError: stdout's reader went away; the entry ends quietly (closed_output.py)
+        except Exception as exc:  # a bug: say so plainly, keep the traceback for --debug
+            _fail(ctx, _traceback(exc) if debug else
+                  f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                  exit_codes.INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _traceback(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
