@@ -53,10 +53,12 @@ demo-tune: install
 bench: install
 	$(BIN)/python bench/run.py --out bench/results.json
 
-# The installed size of `pip install smtrain` alone (git HEAD's wheel and the working tree's, each in a fresh
-# venv, dependencies from the index: minutes), merged into bench/results.json.
+# The installed size of `pip install smtrain` alone (the wheel of git's BEFORE and the working tree's, each in a
+# fresh venv, dependencies from the index: minutes), merged into bench/results.json. BEFORE=42dbe71 is the last
+# commit whose smtrain required the SageMaker SDK.
+BEFORE ?= HEAD
 bench-install: install
-	$(BIN)/python bench/run.py --out bench/results.json --only-install-size
+	$(BIN)/python bench/run.py --out bench/results.json --only-install-size --before $(BEFORE)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

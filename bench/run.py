@@ -96,10 +96,11 @@ def _installed_size(wheel: Path, venv: Path) -> dict[str, object]:
             "sagemaker_packages": [n for n in names if n.startswith("sagemaker")], "install_s": round(took, 1)}
 
 
-def install_size_figures() -> dict[str, object]:
-    """The installed size of `pip install smtrain` (no extras) for the wheel of git's HEAD ("before") and of the
-    working tree ("after"), each in a fresh venv. HEAD's sources come from `git archive` (the working tree is
-    left alone). Downloads from the package index where pip's cache lacks a wheel: a few minutes at first."""
+def install_size_figures(before_ref: str = "HEAD") -> dict[str, object]:
+    """The installed size of `pip install smtrain` (no extras) for the wheel of git's `before_ref` ("before",
+    e.g. 42dbe71, the last commit whose smtrain required the SageMaker SDK) and of the working tree ("after"),
+    each in a fresh venv. The ref's sources come from `git archive` (the working tree is left alone). Downloads
+    from the package index where pip's cache lacks a wheel: a few minutes at first."""
     sys.path.insert(0, str(ROOT))
     from tests.support.wheel import build_wheel
 
@@ -107,14 +108,14 @@ def install_size_figures() -> dict[str, object]:
         base = Path(tmp)
         head = base / "head"
         head.mkdir()
-        archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, check=True,
+        archive = subprocess.run(["git", "archive", "--format=tar", before_ref], cwd=ROOT, check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(head)], input=archive, check=True)
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+        commit = subprocess.run(["git", "rev-parse", "--short", before_ref], cwd=ROOT, check=True, capture_output=True,
                                 text=True).stdout.strip()
         before = _installed_size(build_wheel(base / "before", tree=head), base / "venv-before")
         after = _installed_size(build_wheel(base / "after"), base / "venv-after")
-    return {"before": {"wheel_from": f"git HEAD {commit}", **before},
+    return {"before": {"wheel_from": f"git {before_ref} {commit}", **before},
             "after": {"wheel_from": "working tree", **after},
             "measure": "apparent size of the files under a fresh venv's site-packages after `pip install WHEEL`"}
 
@@ -232,6 +233,8 @@ def main() -> None:
     parser.add_argument("--only-install-size", action="store_true",
                         help="only the installed size of `pip install smtrain` before (git HEAD) and after (working "
                              "tree), merged into the existing --out file")
+    parser.add_argument("--before", default="HEAD", metavar="REF",
+                        help="the git ref whose wheel is the install size's 'before' (default HEAD)")
     parser.add_argument("--only-throughput", action="store_true",
                         help="only the training throughput (bench/throughput_bench.py), merged into the existing "
                              "--out file")
@@ -242,7 +245,7 @@ def main() -> None:
         (args.only_masking, "secret_masking", masking_figures), (args.only_fuzz, "spec_fuzz", fuzz_figures),
         (args.only_big_script, "big_script", big_script_figures),
         (args.only_dry_run, "dry_run_against_boto3", lambda: dry_run_against_boto3(args.repeat)),
-        (args.only_install_size, "install_size", install_size_figures)) if flag]
+        (args.only_install_size, "install_size", lambda: install_size_figures(args.before))) if flag]
     if only:
         _, key, figures = only[0]
         out = Path(args.out)
@@ -256,7 +259,7 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "cli_wall_time": cli_figures(args.repeat),
         "dry_run_against_boto3": dry_run_against_boto3(args.repeat),
-        "install_size": install_size_figures(),
+        "install_size": install_size_figures(args.before),
         "secret_masking": masking_figures(),
         "spec_fuzz": fuzz_figures(),
         "big_script": big_script_figures(),

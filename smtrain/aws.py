@@ -106,7 +106,7 @@ def boto_session(region: str) -> boto3.Session:
         raise UserError(f"unknown AWS region {region!r}: SageMaker is not in it as far as botocore "
                         f"{botocore.__version__} knows (fix `region` or --region; upgrade boto3 if the "
                         "region is new)", exit_codes.API)
-    # Clients created with their own config (the SageMaker SDK adds a user agent) merge over this.
+    # A client created with its own config (the create's: retries off) merges over this.
     core.set_default_client_config(client_config())
     return boto3.Session(botocore_session=core, region_name=region)
 

@@ -14,6 +14,7 @@ from smtrain import exit_codes
 from smtrain.aws import default_region
 from smtrain.errors import UserError
 from smtrain.jobs import Backend
+from smtrain.spec.patterns import check_job_name
 
 
 def local_module() -> ModuleType | None:
@@ -48,20 +49,10 @@ def local_backend() -> Backend:
     return local.LocalBackend()
 
 
-def check_job_name(value: str | None, given_as: str = "--job-name") -> None:
-    """SageMaker's rule for a job's name (training and tuning jobs alike), before anything runs or is asked:
-    a local job's record and a download are directories named after it. One line, exit 2."""
-    from smtrain.spec.patterns import JOB_NAME
-
-    if value is not None and not JOB_NAME.matches(value):
-        raise UserError(f"invalid job name {value!r} ({given_as}): 1-63 letters, digits and hyphens, "
-                        "starting and ending with a letter or digit", exit_codes.USAGE)
-
-
 def backend_for_job(name: str, region: str | None) -> Backend:
     """The backend that knows job `name`: a local run of that name, else SageMaker. Every command that takes
     a JOB comes here first, so the name is checked here, once for all of them."""
-    check_job_name(name, "JOB")
+    check_job_name(name, given_as="JOB")
     local = local_module()
     if local is not None:
         backend = local.LocalBackend()

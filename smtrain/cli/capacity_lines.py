@@ -64,7 +64,7 @@ def instances_text(resources: dict[str, Any]) -> str:
 
 
 def dry_run_lines(request: dict[str, Any]) -> list[str]:
-    """What the request carries beyond the SDK's usual: training plan, pending limit, retries, keys."""
+    """What the request carries beyond the usual: training plan, pending limit, retries, keys."""
     resources, stop = request.get("ResourceConfig", {}), request.get("StoppingCondition", {})
     found = []
     if "TrainingPlanArn" in resources:

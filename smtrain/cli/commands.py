@@ -249,12 +249,13 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
     1 Failed, 3 Stopped).
     """
-    from smtrain.cli.backends import check_job_name
     from smtrain.cli.render import dry_run_text, dump
     from smtrain.render.checked_plan import checked_plan
     from smtrain.sagemaker import submit as submission
+    from smtrain.spec.patterns import check_job_name
 
-    check_job_name(job_name, "--job-name")
+    if job_name is not None:
+        check_job_name(job_name, given_as="--job-name")
     seconds = steps.parse_timeout(timeout)
     if dry_run and (wait_ or logs_ or timeout or local_):
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
@@ -550,7 +551,7 @@ def instances(gpu: str | None, gpus: int, min_gpu_memory: str | None, region: st
 
 def _newest_tf_version(region: str | None) -> str:
     """The version a spec gets by default (the newest image AWS patches, as users write it: "2.21") where
-    `region` has it; else the newest the SDK has a training image for there."""
+    `region` has it; else the newest there is a training image for there."""
     from smtrain.plan.distribution import version_tuple
     from smtrain.plan.tf_image_choice import default_version
     from smtrain.plan.tf_images import image_regions as table_regions

@@ -165,7 +165,7 @@ def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[s
         lines.append(f"  wrap          batch: {batch}; learning rate: {rate}")
     else:
         lines.append(f"  program       {plan.entry_point} (your script)")
-    lines.append("  arguments     exactly hyperparameters: (plus --model_dir, as the SageMaker SDK adds it)")
+    lines.append("  arguments     exactly hyperparameters: (plus --model_dir, as SageMaker's TensorFlow contract adds it)")
     lines.append(f"  strategy told {plan.strategy_told}")
     lines += [f"  your strategy {o.render()}" for o in own_strategies]
     added = plan.smtrain_environment
@@ -191,7 +191,7 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = (), own_strategies:
         *_program_lines(plan, own_strategies),
         *([f"  code          git {plan.git.line()}"] if plan.git else []),
         *_tensorflow_lines(s["tensorflow"]),
-        f"  distribution  {json.dumps(plan.distribution) if plan.distribution else 'none (SDK default)'}",
+        f"  distribution  {json.dumps(plan.distribution) if plan.distribution else 'none (one process per host)'}",
         f"  cost          {_usd(s['cost_usd']['per_hour'])}/h on demand"
         f"{' (estimate)' if plan.cost.price_is_estimate else ''}; at most "
         f"{_usd(s['cost_usd']['max_for_run'])} for max_run {format_duration(plan.spec.compute.max_run)}"

@@ -23,9 +23,9 @@ from smtrain.errors import UserError
 
 def _check_tuning_name(value: str | None) -> None:
     if value is not None:
-        from smtrain.sagemaker.create import TUNING, validate_job_name
+        from smtrain.sagemaker.create import TUNING
 
-        validate_job_name(value, TUNING)
+        TUNING.check_name(value, given_as="--job-name")
 
 
 @click.command()

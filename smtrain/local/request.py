@@ -18,7 +18,7 @@ from smtrain.bundle.request import Request, make_bundle, make_request, new_job_n
 from smtrain.errors import UserError
 from smtrain.local.channels import local_path
 from smtrain.plan.build import Plan
-from smtrain.render.training_request import render_training_request
+from smtrain.render.training_request import CODE_CHANNEL, render_training_request
 
 
 def output_root(plan: Plan) -> Path | None:
@@ -44,7 +44,8 @@ def local_request(plan: Plan, job_name: str | None = None) -> Request:
 
 def render_local(request: Request) -> dict[str, Any]:
     """The CreateTrainingJob request of this job (the renderer's, as a dry run's), with its places on this
-    machine: the bundle's path, a local output (model_dir under it) and the channels as the spec names them."""
+    machine: the bundle's path, a local output (model_dir under it) and the channels as the spec names them;
+    no code channel (network isolation's), whose bundle a local run never uploads."""
     plan = request.plan
     for channel, cfg in plan.spec.inputs.items():
         if cfg.mode == "Pipe":
@@ -52,5 +53,12 @@ def render_local(request: Request) -> dict[str, Any]:
                             "run cannot do; use File or FastFile", exit_codes.USAGE)
     root = output_root(plan)
     # A local run is choice 1 of a fallback list, as SageMaker's own request would have no InstanceType.
-    return render_training_request(plan, request.job_name, request.source_uri,
+    body = render_training_request(plan, request.job_name, request.source_uri,
                                    output=None if root is None else str(root), capacity=False)
+    if plan.spec.network.isolation and CODE_CHANNEL not in plan.spec.inputs:
+        # Under network isolation SageMaker hands the code over as a channel of the bundle's S3 key, which a
+        # local run never uploads: each host gets the same bundle unpacked by the local backend instead.
+        body["InputDataConfig"] = [c for c in body["InputDataConfig"] if c["ChannelName"] != CODE_CHANNEL]
+        if not body["InputDataConfig"]:
+            del body["InputDataConfig"]
+    return body

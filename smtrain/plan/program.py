@@ -5,8 +5,8 @@ Three kinds of program:
 
     bundled   smtrain_entry.py (no code.entry_point): the training fields that are set become its
               hyperparameters, then the spec's own `hyperparameters:`.
-    own       code.entry_point: exactly the spec's `hyperparameters:` (plus what the SageMaker SDK
-              adds), never the bundled entrypoint's settings: a script's argparse declares its own.
+    own       code.entry_point: exactly the spec's `hyperparameters:` (plus what SageMaker's
+              TensorFlow contract adds), never the bundled entrypoint's settings: a script's argparse declares its own.
     wrapped   code.entry_point with code.wrap: SageMaker runs smtrain_wrap.py, which runs the script
               unchanged inside the strategy; the script receives what an own script receives.
 
@@ -49,7 +49,7 @@ def _as_written(value: Any) -> Any:
 
 
 def hyperparameters(spec: Spec) -> dict[str, Any]:
-    """What the program receives besides the SDK's own: see the module's docstring."""
+    """What the program receives besides the TensorFlow contract's own: see the module's docstring."""
     if kind(spec) != BUNDLED:
         return dict(spec.hyperparameters)
     values = {k: _as_written(v) for k, v in spec.training.model_dump().items() if v is not None}

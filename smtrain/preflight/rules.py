@@ -32,7 +32,7 @@ class JobContext:
     wrapped: bool = False
     keras3: bool | None = None  # TensorFlow >= 2.16 without TF_USE_LEGACY_KERAS; None: version unknown
     framework_version: str | None = None
-    hyperparameters: tuple[str, ...] = ()  # the names the script receives, besides the SDK's
+    hyperparameters: tuple[str, ...] = ()  # the names the script receives, besides the contract's
     channels: tuple[str, ...] = ()
     tf_config: bool = False  # the container sets TF_CONFIG (multi_worker_mirrored, parameter_server on 2+ hosts)
 

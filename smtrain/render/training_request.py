@@ -72,8 +72,6 @@ def max_wait_seconds(compute: ComputeSpec) -> int | None:
     return (compute.max_wait or 2 * compute.max_run) if compute.spot else None
 
 
-
-
 def _join(*parts: str) -> str:
     """Parts joined by one slash, repeated slashes dropped, the scheme's kept (the SDK's s3_path_join); a place
     on this machine (a local run's output) joined as a path."""
@@ -108,7 +106,7 @@ def _distribution_hyperparameters(distribution: dict[str, Any] | None, instance_
     return out
 
 
-def sdk_hyperparameters(plan: Plan, job_name: str, source_uri: str, output: str) -> dict[str, Any]:
+def contract_hyperparameters(plan: Plan, job_name: str, source_uri: str, output: str) -> dict[str, Any]:
     """The sagemaker_* hyperparameters the SageMaker TensorFlow toolkit reads, and model_dir (values before JSON
     encoding): the program, its code, the log level, the job, the region, the strategy's switches."""
     added: dict[str, Any] = {
@@ -142,7 +140,7 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
     """
     spec, c = plan.spec, plan.spec.compute
     out = (output or spec.output).rstrip("/")
-    hyperparameters = {**plan.hyperparameters, **sdk_hyperparameters(plan, job_name, source_uri, out)}
+    hyperparameters = {**plan.hyperparameters, **contract_hyperparameters(plan, job_name, source_uri, out)}
     algorithm: dict[str, Any] = {"TrainingInputMode": _INPUT_MODE}
     if plan.image_uri:
         algorithm["TrainingImage"] = plan.image_uri

@@ -63,13 +63,13 @@ def _total_problems(plan: Plan, total: int) -> list[Problem]:
         return []
     where = ("tuning", "ranges")
     return [Problem(where, f"{total} hyperparameters, static and tuned together: SageMaker takes at most "
-                    f"{MAX_HYPERPARAMETERS} (the SDK adds some of its own)",
+                    f"{MAX_HYPERPARAMETERS} (SageMaker's TensorFlow contract adds some of its own)",
                     plan.source.locate(where, at_key=True) if plan.source else None)]
 
 
 def request_problems(plan: Plan, request: dict[str, Any]) -> list[Problem]:
     """Every CreateHyperParameterTuningJob limit of botocore's model that `request` breaks, and the documented
-    100 hyperparameters in all (static, the SDK's among them, and tuned)."""
+    100 hyperparameters in all (static, the contract's among them, and tuned)."""
     problems = violation_problems(check_request(request, OPERATION), request, plan)
     static = (request.get("TrainingJobDefinition") or {}).get("StaticHyperParameters") or {}
     ranges = (request.get("HyperParameterTuningJobConfig") or {}).get("ParameterRanges") or {}

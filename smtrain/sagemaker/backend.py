@@ -65,7 +65,7 @@ def _remember_job_secrets(d: dict[str, Any]) -> None:
 
 
 def _json_text(value: Any) -> Any:
-    # The SDK sends hyperparameters JSON-encoded ('"abc"'); the program sees abc.
+    # Requests carry hyperparameters JSON-encoded ('"abc"'); the program sees abc.
     try:
         return json.loads(value)
     except (TypeError, ValueError):

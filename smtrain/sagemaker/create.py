@@ -22,7 +22,7 @@ from typing import Any
 from smtrain import exit_codes
 from smtrain.aws import THROTTLING_CODES, error_code, http_status, is_not_found
 from smtrain.errors import UserError
-from smtrain.spec.patterns import JOB_NAME, TUNING_JOB_NAME, Pattern
+from smtrain.spec.patterns import JOB_NAME, TUNING_JOB_NAME, Pattern, check_job_name
 
 MAX_THROTTLED_ATTEMPTS = 8
 MAX_AMBIGUOUS_ATTEMPTS = 3
@@ -66,15 +66,9 @@ class JobKind:
     noun: str  # training job, for messages
     name_rule: Pattern  # the name's pattern and length in botocore's model (which checks only the length)
 
-
-
-
-def validate_job_name(name: str, kind: JobKind) -> None:
-    """Refuse (exit 2) a job name SageMaker would refuse for `kind`."""
-    rule = kind.name_rule
-    if not rule.matches(name):
-        raise UserError(f"invalid {kind.noun} name {name!r}: 1-{rule.max_length} letters, digits and hyphens, "
-                        "starting and ending with a letter or digit", exit_codes.USAGE)
+    def check_name(self, name: str, given_as: str | None = None) -> None:
+        """Refuse (exit 2) a name SageMaker would refuse for this kind of job."""
+        check_job_name(name, self.name_rule, self.noun, given_as)
 
 
 TRAINING = JobKind("CreateTrainingJob", "TrainingJobName", "TrainingJobArn", "create_training_job",

@@ -24,7 +24,6 @@ from smtrain.sagemaker.create import (
     JobKind,
     create_training_job,
     job_arn,
-    validate_job_name,
 )
 from smtrain.sagemaker.upload import UploadResult, upload_bundle
 from smtrain.spec.problems import SpecError
@@ -45,7 +44,7 @@ class Prepared:
 def prepare(plan: Plan, job_name: str | None = None) -> Prepared:
     """The bundle, the name and the CreateTrainingJob request, within every limit; offline, no credentials."""
     request = make_request(plan, job_name)
-    validate_job_name(request.job_name, TRAINING)
+    TRAINING.check_name(request.job_name)
     body = render_training_request(plan, request.job_name, request.source_uri)
     problems = request_problems(plan, body)
     if problems:

@@ -11,7 +11,7 @@ from smtrain.jobs import reattach_command
 from smtrain.plan.tuning import TuningPlan, new_tuning_job_name
 from smtrain.render.tuning_limits import request_problems
 from smtrain.render.tuning_request import render_tuning_request
-from smtrain.sagemaker.create import TUNING, validate_job_name
+from smtrain.sagemaker.create import TUNING
 from smtrain.sagemaker.submit import Submitted, upload_and_create
 from smtrain.spec.problems import SpecError
 
@@ -32,7 +32,7 @@ class PreparedTuning:
 def prepare(tp: TuningPlan, job_name: str | None = None) -> PreparedTuning:
     """The bundle, the name and the request, within every limit of botocore's model; offline."""
     name = job_name or new_tuning_job_name(tp.plan.spec.name)
-    validate_job_name(name, TUNING)
+    TUNING.check_name(name)
     request = make_request(tp.plan, name)  # the bundle and its content-addressed place, as submit's
     body = render_tuning_request(tp, name, request.source_uri)
     problems = request_problems(tp.plan, body)

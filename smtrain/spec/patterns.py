@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from smtrain import exit_codes
+from smtrain.errors import UserError
+
 
 def whole_text(body: str) -> str:
     """A JSON Schema pattern that `body` must match whole: `$` alone would let a final newline
@@ -48,6 +51,15 @@ _REPO_PART = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 NAME = Pattern(_LABEL, max_length=42)
 JOB_NAME = Pattern(_LABEL, max_length=63)  # CreateTrainingJob's own rule for TrainingJobName
 TUNING_JOB_NAME = Pattern(_LABEL, max_length=32)  # HyperParameterTuningJobName's, in botocore's model
+
+
+def check_job_name(name: str, rule: Pattern = JOB_NAME, noun: str = "job", given_as: str | None = None) -> None:
+    """Refuse (exit 2, one line) a job name SageMaker would refuse: botocore's model checks only its length. Local
+    jobs' records and downloads are directories named after a job, so a name is checked before anything runs."""
+    if not rule.matches(name):
+        where = f" ({given_as})" if given_as else ""
+        raise UserError(f"invalid {noun} name {name!r}{where}: 1-{rule.max_length} letters, digits and hyphens, "
+                        "starting and ending with a letter or digit", exit_codes.USAGE)
 ROLE = Pattern(r"arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}")
 REGION = Pattern(r"[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9]")
 # The key part of an S3 URI may hold spaces, never control characters (a newline included).

@@ -3,7 +3,7 @@ run imports none, and `pip install smtrain` into an environment that holds SDK v
 leaves `pip check` clean, and `submit --dry-run` works there from outside the repository.
 
 The SDK environments are built once and cached outside the repository (tests/support/sdk_envs.py,
-`make sdk-envs`). Each test here installs into a fresh venv of its own, never into a cached one: the fresh
+`make sdk-v2-env sdk-v3-env`). Each test here installs into a fresh venv of its own, never into a cached one: the fresh
 venv sees the cached SDK through a .pth line (see `beside` below for why not a copy).
 """
 

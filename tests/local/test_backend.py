@@ -94,6 +94,21 @@ def test_rendered_request_is_the_dry_run_s_request_with_local_places(tmp_path: P
     assert [k for k in placed if k != "TensorBoardOutputConfig"] == [k for k in real if k != "TensorBoardOutputConfig"]
 
 
+@pytest.mark.parametrize("output", ["out", "s3://bkt/out"])
+def test_a_local_request_under_network_isolation_has_no_code_channel(tmp_path: Path, output: str) -> None:
+    # SageMaker gets the code as a channel of the bundle's S3 key; a local run uploads nothing and unpacks the
+    # bundle into each host: a code channel would send it looking for a bundle that is not there.
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    changes = {"inputs": {"train": "data/train"}, "output": output, "network": {"isolation": True}}
+    plan = make_plan(tmp_path, changes)
+    local = render_local(local_request(plan, "job-1"))
+    assert [c["ChannelName"] for c in local["InputDataConfig"]] == ["train"]
+    assert local["EnableNetworkIsolation"] is True
+    real = submission.dry_run(make_plan(tmp_path, {**changes, "output": "s3://bkt/out",
+                                                   "inputs": {"train": "s3://bkt/train"}}), "job-1")["request"]
+    assert [c["ChannelName"] for c in real["InputDataConfig"]] == ["train", "code"]
+
+
 def test_two_hosts_layout_config_files_environment_and_artifacts(tmp_path: Path) -> None:
     (tmp_path / "data" / "train").mkdir(parents=True)
     (tmp_path / "data" / "train" / "part-0.npz").write_bytes(b"x")

@@ -10,6 +10,7 @@ The preview (validate, plan) is the same renderer with templates, so its verdict
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,6 @@ def as_v2_renders_it(request: dict[str, Any]) -> dict[str, Any]:
     if preferences:
         first = preferences[0]
         resources["InstanceType"], resources["InstanceCount"] = first["InstanceType"], first["InstanceCount"]
-        if "TrainingPlanArns" in first:
-            resources["TrainingPlanArn"] = first["TrainingPlanArns"][0]
     out["StoppingCondition"].pop("MaxPendingTimeInSeconds", None)
     return out
 
@@ -123,6 +122,14 @@ VARIED: dict[str, dict[str, Any]] = {
                              "training": {"gradient_accumulation_steps": 4}},
     "tensorboard_own": {"compute": {"instance_type": "ml.g5.xlarge"}, "tensorboard": "s3://my-bucket/tb/"},
     "tensorboard_off": {"compute": {"instance_type": "ml.g5.xlarge"}, "tensorboard": False},
+    # No local NVMe on p3.2xlarge: a volume key is allowed there.
+    "keys_retries_plan": {"compute": {"instance_type": "ml.p3.2xlarge", "max_retry_attempts": 3,
+                                      "volume_kms_key": "arn:aws:kms:us-east-1:123456789012:key/abc",
+                                      "training_plan": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p3"},
+                          "output_kms_key": "arn:aws:kms:us-east-1:123456789012:key/def"},
+    "old_tf": {"tensorflow": {"version": "2.13"}, "compute": {"instance_type": "ml.g5.xlarge"}},
+    "other_region": {"region": "eu-central-1", "compute": {"instance_type": "ml.g5.xlarge"},
+                     "tensorflow": {"version": "2.19"}},
 }
 
 
@@ -172,6 +179,10 @@ def test_smtrain_renders_varied_specs_as_the_sdk_does(name, tmp_path):
     ours = assert_smtrain_renders_what_the_sdk_does(write_spec(tmp_path, VARIED[name]))
     if name == "tensorboard_off":
         assert "TensorBoardOutputConfig" not in ours
+    if name == "keys_retries_plan":
+        assert ours["RetryStrategy"] == {"MaximumRetryAttempts": 3}
+        assert {"VolumeKmsKeyId", "TrainingPlanArn"} <= set(ours["ResourceConfig"])
+        assert "KmsKeyId" in ours["OutputDataConfig"]
     if name == "everything":
         assert {"CheckpointConfig", "TensorBoardOutputConfig", "VpcConfig", "Environment", "Tags", "InputDataConfig",
                 "EnableManagedSpotTraining", "EnableNetworkIsolation",
@@ -220,6 +231,18 @@ def test_smtrain_tunes_varied_specs_as_the_sdk_does(name, tmp_path):
         definition = ours["TrainingJobDefinition"]
         assert {"CheckpointConfig", "VpcConfig", "Environment", "EnableManagedSpotTraining", "RetryStrategy",
                 "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption"} <= set(definition)
+
+
+def test_a_wrapped_job_runs_the_wrap_from_a_bundle_holding_it_its_package_and_the_script(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    plan = checked_plan.checked_plan(load_spec(write_spec(tmp_path, VARIED["wrapped"]), env={}), CATALOG)
+    request = make_request(plan, JOB)
+    hps = {k: json.loads(v) for k, v in render_training_request(plan, JOB, request.source_uri)[
+        "HyperParameters"].items()}
+    assert hps["sagemaker_program"] == "smtrain_wrap.py"
+    assert {"smtrain_wrap.py", "smtrain_entry.py", "smtrain_tf/__init__.py", "train.py"} <= \
+        {f.path for f in request.bundle.files}
 
 
 def test_a_fallback_list_is_what_v2_cannot_render(tmp_path):

@@ -30,7 +30,7 @@ from smtrain.plan.declared_metrics import metric_definitions
 from smtrain.render.checked_plan import checked_plan
 from smtrain.render.training_request import preview_request, render_training_request
 from smtrain.sagemaker import submit as submission
-from smtrain.sagemaker.create import TRAINING, TUNING, validate_job_name
+from smtrain.sagemaker.create import TRAINING, TUNING
 from smtrain.spec.model import load_spec
 from tests.support import ROOT, netguard
 from tests.support.specfiles import BASE, merged
@@ -289,7 +289,7 @@ def test_the_request_passes_botocore_validation(tmp_path: Path, name: str, creat
 @pytest.mark.parametrize("name", ["", "-lead", "has_underscore", "x" * 64, "trailing-", "with space", "job\n"])
 def test_bad_job_names_are_usage_errors_before_anything_is_rendered(tmp_path: Path, name: str) -> None:
     with pytest.raises(UserError) as info:
-        validate_job_name(name, TRAINING)
+        TRAINING.check_name(name)
     assert info.value.code == exit_codes.USAGE and repr(name) in str(info.value)
     if name:  # an empty name is no name: prepare makes one (the CLI refuses an empty --job-name itself)
         with pytest.raises(UserError):
@@ -298,16 +298,16 @@ def test_bad_job_names_are_usage_errors_before_anything_is_rendered(tmp_path: Pa
 
 @pytest.mark.parametrize("name", ["a", "x" * 63, "Job-1-a", "0-9"])
 def test_good_job_names_pass(name: str) -> None:
-    validate_job_name(name, TRAINING)
+    TRAINING.check_name(name)
 
 
 @pytest.mark.parametrize(("name", "ok"), [("x" * 32, True), ("x" * 33, False), ("a-b", True), ("a_b", False)])
 def test_tuning_job_names_have_their_own_limit(name: str, ok: bool) -> None:
     if ok:
-        validate_job_name(name, TUNING)
+        TUNING.check_name(name)
     else:
         with pytest.raises(UserError, match="invalid tuning job name .*1-32 letters"):
-            validate_job_name(name, TUNING)
+            TUNING.check_name(name)
 
 
 # --- no network, no credentials, no SDK: a clean subprocess with both guards ------------------------------

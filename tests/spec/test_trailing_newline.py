@@ -18,7 +18,7 @@ import yaml
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
-from smtrain.sagemaker.create import TRAINING, validate_job_name
+from smtrain.sagemaker.create import TRAINING
 from smtrain.spec import yaml_source
 from smtrain.spec.model import json_schema, load_spec
 from smtrain.spec.problems import SpecError, dotted
@@ -183,9 +183,9 @@ def test_a_trailing_newline_never_passes(tmp_path, place):
 
 
 def test_the_sagemaker_path_refuses_a_job_name_with_a_newline():
-    validate_job_name("mnist-20250101-000000-abcd", TRAINING)
+    TRAINING.check_name("mnist-20250101-000000-abcd")
     with pytest.raises(UserError, match="invalid training job name") as info:
-        validate_job_name("mnist-20250101-000000-abcd\n", TRAINING)
+        TRAINING.check_name("mnist-20250101-000000-abcd\n")
     assert info.value.code == exit_codes.USAGE
 
 
