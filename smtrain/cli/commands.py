@@ -269,7 +269,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     steps.strict_exit(findings, strict)
     preflight = [f.to_dict() for f in findings]
     if not local_:
-        _refuse_local_places(result)
+        steps.refuse_local_places(result, "submit --local")
     with steps.bundle_refused_as_spec_problem(loaded):
         if local_:
             from smtrain.cli.render import local_submitted
@@ -296,18 +296,6 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
             check_before_submit(result)
         submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
     _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
-
-
-def _refuse_local_places(plan: Plan) -> None:
-    """A spec for `submit --local` (inputs or output on this machine) refused by a dry run or a submit,
-    each at its own field."""
-    from smtrain.render.request_limits import local_only_problems
-    from smtrain.spec.problems import Problem
-
-    local = local_only_problems(plan)
-    if local:
-        raise SpecError([Problem(p.path, "a place on this machine: SageMaker reads s3:// URIs only; give an "
-                                 "s3:// URI here, or run the spec with `submit --local`", p.location) for p in local])
 
 
 def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None,

@@ -190,3 +190,15 @@ def finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None =
         data = data if data is not None else job.to_dict()
         dump({**data, "metrics": final_summary(metrics_of, job, output)} if summarise else data, output)
     click.get_current_context().exit(exit_codes.TIMEOUT if timed_out else exit_code_for(job))
+
+
+def refuse_local_places(plan: Plan, run_here: str) -> None:
+    """A spec for a local run (inputs or output on this machine) refused by a dry run or a send to SageMaker,
+    each at its own field, with the command that runs it here (`submit --local`, `tune --local`)."""
+    from smtrain.render.request_limits import local_only_problems
+    from smtrain.spec.problems import Problem
+
+    local = local_only_problems(plan)
+    if local:
+        raise SpecError([Problem(p.path, "a place on this machine: SageMaker reads s3:// URIs only; give an "
+                                 f"s3:// URI here, or run the spec with `{run_here}`", p.location) for p in local])

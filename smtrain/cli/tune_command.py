@@ -82,6 +82,7 @@ def tune(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: st
     # Every trial would fail at an error's line: nothing is sent, as submit sends nothing.
     steps.strict_exit(findings, strict=False)
     preflight = [f.to_dict() for f in findings]
+    steps.refuse_local_places(result, "tune --local")
     from smtrain.sagemaker import tuning as tuning_backend
 
     with steps.bundle_refused_as_spec_problem(loaded):

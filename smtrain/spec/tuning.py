@@ -118,8 +118,8 @@ class TuningSpec(_Model):
 
 
 DEFAULT_MAX_JOBS = 10
-# compute fields of CreateTrainingJob that a tuning job's TrainingJobDefinition has no place for
-# (InstancePreferences, TrainingPlanArn, MaxPendingTimeInSeconds): they would be silently lacking.
+# compute fields smtrain renders into a training job only (InstancePreferences, TrainingPlanArn,
+# MaxPendingTimeInSeconds): a tuning job's trials would silently lack them, so they are refused there.
 _NOT_FOR_TUNING = ("prefer", "training_plan", "max_pending")
 
 
@@ -338,8 +338,8 @@ def tuning_problems(loaded: _Loaded) -> list[Problem]:
     for name in _NOT_FOR_TUNING:
         if getattr(loaded.spec.compute, name, None) is not None:
             out.append(loaded.problem(("compute", name), f"compute.{name} does not apply to a tuning job: "
-                                      "CreateHyperParameterTuningJob has no such setting (training jobs only); "
-                                      "remove it (or the tuning: section)"))
+                                      "smtrain sends it with training jobs only; remove it (or the tuning: "
+                                      "section)"))
     grid_broken = tuning.strategy == "grid" and any(not r.categorical for r in tuning.ranges.values())
     if tuning.max_parallel_jobs > max_jobs(tuning) and not grid_broken:
         out.append(loaded.problem(("tuning", "max_parallel_jobs"), f"max_parallel_jobs "

@@ -95,6 +95,16 @@ def test_the_dry_run_needs_no_credentials(tmp_path: Path) -> None:
     assert result.stdout.startswith("Dry run: nothing was sent. CreateHyperParameterTuningJob test-job-")
 
 
+def test_a_spec_for_local_runs_is_refused_at_its_fields_with_the_local_command(tmp_path: Path) -> None:
+    # The demo's tuning spec names places on this machine: a dry run says so at each field, not at code.source_dir.
+    spec = live_spec(tmp_path, {"output": "out", "inputs": {"train": "data/train"}, "tuning": TUNING})
+    result = run("tune", str(spec), "--dry-run", env={})
+    assert result.code == 2 and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert [line.split(": ")[2] for line in lines] == ["inputs.train.uri", "output"], lines
+    assert all("run the spec with `tune --local`" in line for line in lines)
+
+
 def test_a_taken_name_and_a_throttled_create(aws: MotoServer, tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     aws.control.inject("CreateHyperParameterTuningJob", THROTTLE)  # sent again after a back-off
