@@ -1,5 +1,15 @@
 """smtrain: a YAML job spec in, a TensorFlow training job on SageMaker (or on this machine) out.
 
+From Python and Jupyter (README "From Python and Jupyter"):
+
+    import smtrain
+    planned = smtrain.plan("job.yaml", {"compute.nodes": 2})   # every decision; nothing sent
+    request = smtrain.dry_run("job.yaml")                        # the exact CreateTrainingJob request
+    job = smtrain.submit("job.yaml", local=True)                 # or on SageMaker, then job.wait()
+    job.metrics()                                                # rows per epoch; .plot()
+
+Each name below is imported when first used, so `import smtrain` stays light (no boto3, no TensorFlow).
+
 The flow runs one way:  YAML -> Spec -> Plan -> bundle -> the rendered request -> backend.
 
     spec/       YAML file -> validated Spec (positions, ${VAR}, --set, units, problems)
@@ -10,16 +20,17 @@ The flow runs one way:  YAML -> Spec -> Plan -> bundle -> the rendered request -
                 rendering, within botocore's limits
     sagemaker/  the rendered request -> SageMaker through boto3 (the dry run shows it, submit sends it); following jobs
     local/      the rendered request -> a job run here, each host a process under the container contract
-    cli/        click commands and how results are shown; following a job
+    api/        the library: load, plan, validate, dry_run, submit, tune, Job; what this package exports
+    cli/        click commands over api/: parse options, show results, exit codes
     examples/   the example specs and their code, shipped as data (a link to the repository's configs/,
                 where each is tested); `smtrain init --example NAME` writes one out
 
-Imports run the same way down, never up: cli -> (sagemaker | local) -> render -> bundle -> preflight ->
-plan -> spec -> the shared modules at this level (tests/test_layout.py checks it). The two backends are
-siblings: both take the rendered request, neither imports the other.
+Imports run the same way down, never up: cli -> api -> (sagemaker | local) -> render -> bundle -> preflight ->
+plan -> spec -> the shared modules at this level (tests/test_layout.py checks it; this file's lazy names point
+at api/, its place). The two backends are siblings: both take the rendered request, neither imports the other.
 
 Shared by every stage, and importing nothing above them:
-    errors.py      UserError: a message for a person and its exit code
+    errors.py      the exceptions for people (UserError and its kinds), each with its exit code
     exit_codes.py  the process exit codes CI relies on
     jobs.py        what a backend reports about a job (JobInfo, LogEvent, Backend, metric series by epoch),
                    polling knobs
@@ -29,3 +40,94 @@ Shared by every stage, and importing nothing above them:
     aws.py         talking to AWS: the default region (read without boto3), boto3 sessions with retries and
                    timeouts, AWS errors as one actionable line (both backends use it)
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smtrain.api.job import Job
+    from smtrain.api.listing import list_jobs
+    from smtrain.api.metrics import Metrics
+    from smtrain.api.planning import Planned, plan  # smtrain.plan: the stage package, callable as plan()
+    from smtrain.api.specs import load
+    from smtrain.api.submitting import dry_run, submit
+    from smtrain.api.tuning import tune, tune_dry_run, tune_here
+    from smtrain.api.validation import Validation, validate
+    from smtrain.errors import AwsError, PreflightError, UserError, WaitTimeout
+    from smtrain.plan.catalog import CatalogError
+    from smtrain.spec.model import LoadedSpec
+    from smtrain.spec.problems import Problem, SpecError
+
+# name -> the module that defines it, imported on first use (PEP 562).
+_LAZY = {
+    "load": "smtrain.api.specs", "plan": "smtrain.api.planning", "Planned": "smtrain.api.planning",
+    "validate": "smtrain.api.validation", "Validation": "smtrain.api.validation",
+    "dry_run": "smtrain.api.submitting", "submit": "smtrain.api.submitting",
+    "tune": "smtrain.api.tuning", "tune_dry_run": "smtrain.api.tuning", "tune_here": "smtrain.api.tuning",
+    "Job": "smtrain.api.job", "Metrics": "smtrain.api.metrics", "list_jobs": "smtrain.api.listing",
+    "UserError": "smtrain.errors", "AwsError": "smtrain.errors", "PreflightError": "smtrain.errors",
+    "WaitTimeout": "smtrain.errors", "CatalogError": "smtrain.plan.catalog", "SpecError": "smtrain.spec.problems",
+    "Problem": "smtrain.spec.problems", "LoadedSpec": "smtrain.spec.model",
+}
+__all__ = [
+    "AwsError", "CatalogError", "Job", "LoadedSpec", "Metrics", "Planned", "PreflightError", "Problem", "SpecError",
+    "UserError", "Validation", "WaitTimeout", "dry_run", "list_jobs", "load", "plan", "submit", "tune", "tune_dry_run",
+    "tune_here", "validate",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smtrain' has no attribute {name!r}")
+    if name == "plan":  # the stage package, callable (_PlanStage): importing it sets the attribute
+        return importlib.import_module("smtrain.plan")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _PlanStage(types.ModuleType):
+    """smtrain.plan is the stage package (smtrain.plan.catalog, ...) and, called, the library's plan(): one name,
+    both uses, so `smtrain.plan(spec)` and `import smtrain.plan.catalog` both work."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from smtrain.api.planning import plan
+
+        return plan(*args, **kwargs)
+
+    # `smtrain.plan?` and inspect.signature show plan()'s, as for the library's other names.
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        from smtrain.api.planning import plan
+
+        return plan.__doc__
+
+    @property
+    def __signature__(self) -> Any:
+        import inspect
+
+        from smtrain.api.planning import plan
+
+        return inspect.signature(plan)
+
+
+class _Library(types.ModuleType):
+    """This package as a module that makes the stage package smtrain.plan callable as it is set here (the
+    import system sets it once smtrain.plan or one of its modules is first imported)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "plan" and type(value) is types.ModuleType:
+            value.__class__ = _PlanStage
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Library

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smtrain import exit_codes
-from smtrain.errors import UserError
+from smtrain.errors import AwsError, UserError
 from smtrain.jobs import seconds_from_env
 from smtrain.redact import mask_text
 
@@ -103,7 +103,7 @@ def boto_session(region: str) -> boto3.Session:
     if region not in known:
         import botocore
 
-        raise UserError(f"unknown AWS region {region!r}: SageMaker is not in it as far as botocore "
+        raise AwsError(f"unknown AWS region {region!r}: SageMaker is not in it as far as botocore "
                         f"{botocore.__version__} knows (fix `region` or --region; upgrade boto3 if the "
                         "region is new)", exit_codes.API)
     # A client created with its own config (the create's: retries off) merges over this.
@@ -205,7 +205,7 @@ def api_errors(action: str) -> Iterator[None]:
         message = explain(exc, action)
         if message is None:
             raise
-        raise UserError(mask_text(message), exit_codes.API) from exc
+        raise AwsError(mask_text(message), exit_codes.API) from exc
 
 
 def is_not_found(exc: BaseException) -> bool:

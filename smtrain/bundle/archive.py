@@ -123,6 +123,9 @@ def write_archive(planned: list[PlannedFile], max_size: int | None) -> tuple[byt
 
 def _add_file(tar: TarGzWriter, item: PlannedFile) -> int:
     """Add one file, reading it once; returns its size."""
+    if item.content is not None:
+        tar.add(_tarinfo(item.path, size=len(item.content), executable=item.executable), item.content)
+        return len(item.content)
     with open(item.source, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size <= TarGzWriter._CHUNK:

@@ -6,7 +6,8 @@ its root, then starts the entry point. The archive holds three things, all at it
 * the bundled entry point (``smtrain_entry.py``, ``smtrain_wrap.py`` and ``smtrain_tf/``, see
   entrypoint.py),
 * the user's ``code.source_dir`` (for code.git, the checkout of its commit: smtrain.plan.git_source hands
-  it over as the source dir, so it is bundled exactly the same way),
+  it over as the source dir, so it is bundled exactly the same way); a notebook entry point ships as the
+  script made from it (smtrain.spec.notebook), not as the .ipynb,
 * the user's requirements file, stored as ``requirements.txt``.
 
 Determinism: the same inputs give the same bytes (and so the same sha256 and S3 key) whatever
@@ -56,7 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pathspec
@@ -71,7 +72,7 @@ from smtrain.bundle.model import (
     PlannedBundle,
     PlannedFile,
 )
-from smtrain.bundle.secret_content import read_head, secret_in
+from smtrain.bundle.secret_content import content_head, read_head, secret_in
 from smtrain.bundle.sizes import human, large_files_warning, refuse_hopeless, refuse_huge_files, size_error
 from smtrain.bundle.walk import marked_warning, skipped_warning, walk_tree
 
@@ -138,7 +139,7 @@ def _refuse_secrets(
             refused.append(by_name[f.path])
             continue
         try:
-            head = read_head(f.source, f.size)
+            head = read_head(f.source, f.size) if f.content is None else content_head(f.content)
         except OSError as exc:
             problems.append(f"cannot read {f.path}: {exc.strerror or exc}")
             continue
@@ -154,6 +155,25 @@ def _refuse_secrets(
         )
 
 
+def _made_files(files: list[PlannedFile], made: Mapping[str, tuple[str, bytes]]) -> list[PlannedFile]:
+    """The walked source files with each one of `made` replaced by the file made from it (plan_bundle)."""
+    if not made:
+        return files
+    paths = {f.path for f in files}
+    out = []
+    for f in files:
+        if f.path not in made:
+            out.append(f)
+            continue
+        path, data = made[f.path]
+        if path in paths:
+            raise BundleError(f"code.source_dir has a file {path}, the name of the script smtrain makes from "
+                              f"{f.path} for the job: rename or remove it, or leave it out in {SMTRAINIGNORE}",
+                              ("code", "entry_point"))
+        out.append(PlannedFile(path, f.source, len(data), False, f.origin, data))
+    return out
+
+
 def plan_bundle(
     entrypoint: Path | Sequence[Path] | None,
     source_dir: Path | None = None,
@@ -164,10 +184,13 @@ def plan_bundle(
     max_size: int | None = None,
     exclude_entrypoint_files: Sequence[str] = (),
     leave_out: Sequence[Path] = (),
+    made: Mapping[str, tuple[str, bytes]] | None = None,
 ) -> PlannedBundle:
     """Every file of the archive, with every refusal and warning, without packing anything.
 
-    The arguments are build_bundle's. `validate` and `plan` stop here; build_bundle goes on to
+    The arguments are build_bundle's, and `made`: source files (archive paths) that ship as a file smtrain
+    made from them instead, {path: (archive path, bytes)}; a notebook entry point ships as its script, never
+    as the .ipynb, whose outputs may hold data. `validate` and `plan` stop here; build_bundle goes on to
     write the archive. Raises BundleError with a message for the user on any problem.
     """
     if max_size is not None and max_size < 0:
@@ -212,7 +235,7 @@ def plan_bundle(
             check_secrets=True,
             leave_out=leave_out,
         )
-        source_files = walk.files
+        source_files = _made_files(walk.files, made or {})
         skipped += walk.skipped
         marked += walk.marked
         problems += walk.problems

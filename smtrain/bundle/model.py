@@ -58,6 +58,8 @@ class PlannedFile:
     size: int  # from stat: for the size checks and warnings; the archive records what it reads
     executable: bool
     origin: Origin
+    # A file smtrain made (the script of a notebook entry point): its bytes; `source` names what it was made from.
+    content: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

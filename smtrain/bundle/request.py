@@ -20,6 +20,7 @@ from smtrain.bundle.own_places import default_home
 from smtrain.errors import UserError
 from smtrain.plan.build import Plan
 from smtrain.spec.local_uri import local_path
+from smtrain.spec.notebook import NotebookError, is_notebook, notebook_script
 
 # SageMaker's limit on TrainingJobName.
 JOB_NAME_MAX = 63
@@ -50,16 +51,30 @@ def check_bundle(plan: Plan) -> PlannedBundle:
     """The files of this job's bundle, every refusal and warning of a build, nothing packed (validate, plan)."""
     code = plan.spec.code
     source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
+    made, program = _notebook_script(plan, source)
     planned = plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
-                          allow=code.allow_secrets, max_size=code.max_bundle_size, leave_out=own_places(plan))
+                          allow=code.allow_secrets, max_size=code.max_bundle_size, leave_out=own_places(plan),
+                          made=made)
     if code.entry_point and source is not None:
         name = PurePosixPath(os.path.normpath(code.entry_point).replace(os.sep, "/")).as_posix()
-        if name not in {f.path for f in planned.files if f.origin == "source"}:
+        if (program or name) not in {f.path for f in planned.files if f.origin == "source"}:
             # SageMaker starts the program from the unpacked bundle: "can't open file" after start-up.
             raise BundleError(f"{code.entry_point} is left out of the bundle by the ignore rules (.smtrainignore"
                               f"{', .gitignore' if code.use_gitignore else ''}): the job could not start it; "
                               f"remove the rule that matches it, or add !{name} after it", ("code", "entry_point"))
     return planned
+
+
+def _notebook_script(plan: Plan, source: Path | None) -> tuple[dict[str, tuple[str, bytes]], str | None]:
+    """A notebook entry point: {its path: (its script's path, the script)} for plan_bundle, and the script's path."""
+    entry = plan.spec.code.entry_point
+    if not entry or source is None or not is_notebook(entry):
+        return {}, None
+    try:
+        script = notebook_script(source / entry, entry)
+    except NotebookError as exc:  # the spec's check names every problem; here, for a plan made without it
+        raise BundleError(exc.messages()[0], ("code", "entry_point")) from None
+    return {script.notebook: (script.program, script.data)}, script.program
 
 
 def make_bundle(plan: Plan) -> Bundle:

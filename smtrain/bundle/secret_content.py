@@ -76,6 +76,14 @@ def secret_in(head: bytes) -> str | None:
     return None
 
 
+def content_head(content: bytes) -> bytes | None:
+    """read_head() of a file held in memory (one smtrain made)."""
+    if not content or len(content) > SCAN_MAX_SIZE:
+        return None
+    head = content[:HEAD_BYTES]
+    return None if b"\0" in head else head
+
+
 def read_head(path: str, size: int) -> bytes | None:
     """The first HEAD_BYTES of a small text file; None for an empty, large or binary one.
 

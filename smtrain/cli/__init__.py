@@ -1,15 +1,14 @@
-"""The command line: click commands, how results are shown, and following a job.
+"""The command line: click commands over the library (smtrain.api), and how results are shown.
 
-    commands.py  the click group and its commands (tune's, metrics' added): parse, call a stage, print, exit code
-    steps.py     what commands share: spec + every --set, catalog, code checks shown, bundle refusals, follow a job
+    commands.py  the click group and its commands (tune's, metrics' added): parse, call the library, print, exit code
+    steps.py     what commands share: spec + every --set, catalog, the library's checks shown, follow a job
     options.py   the arguments and options several commands take (SPEC, --set, --strict, --timeout, --region, -o)
     guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback)
     render.py    text for people, JSON/YAML with stable keys for pipelines
     costs.py     what jobs cost in `status` and `list --cost`: pricing the jobs shown, and their text
     quota_check.py  the Service Quotas check of `submit` and `plan --check`: its lines, exit 5 when nothing fits
     capacity_lines.py  plan's and the dry run's lines for compute.prefer's choices, capacity, retries, keys
-    follow.py    waiting and log streaming; what Ctrl-C leaves behind
-    backends.py  which backend knows a job (a local run of that name, else SageMaker)
+    follow.py    what Ctrl-C leaves behind while a command stays with a job
     closed_output.py  a closed stdout (`| head`) ends any command quietly, exit 141
     tensorboard_program.py  where TensorBoard is installed (an optional extra), and running it on a logdir
     tune_command.py  `smtrain tune SPEC`: a SageMaker tuning job (--dry-run, --wait), or trials here (--local)
@@ -20,6 +19,7 @@
     tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code
     examples.py  `init --example NAME`: an example spec the package carries (smtrain/examples/), written out
 
-May import every stage. Commands import their stage lazily, so `smtrain --help`, `validate`,
-`plan`, `instances` and `schema` never load the SDK, boto3 or TensorFlow.
+May import every stage: the library for every step a command takes (the layout test keeps smtrain.cli
+imported by nothing else), the stages below for what it shows. Commands import lazily, so `smtrain --help`,
+`validate`, `plan`, `instances` and `schema` never load the SDK, boto3 or TensorFlow.
 """

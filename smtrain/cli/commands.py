@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +18,10 @@ from smtrain.cli.tune_command import tune
 from smtrain.errors import UserError
 from smtrain.jobs import JOB_STATUSES, exit_code_for
 from smtrain.redact import mask_text
-from smtrain.spec.problems import SpecError
 from smtrain.spec.units import parse_since, parse_size
 
 if TYPE_CHECKING:
-    from smtrain.plan.build import Plan
-    from smtrain.preflight.scan import Finding
-    from smtrain.spec.problems import Problem
+    pass
 
 
 @click.group(cls=ClosedOutputGroup,
@@ -58,10 +54,11 @@ def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides
 def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: str) -> None:
     """Check a job spec: every problem, with file:line:column, and the preflight scan of your own
     script. No AWS, no TensorFlow."""
+    from smtrain.api.validation import validate as validate_spec
     from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
     from smtrain.render.request_limits import local_only_problems
 
-    checked = _validate_all(spec_file, overrides)
+    checked = validate_spec(spec_file, steps.every_override(overrides), catalog=steps.catalog(click.get_current_context()))
     problems, plan, findings = checked.problems, checked.plan, checked.findings
     errors = [f for f in findings if f.is_error]
     if problems or errors or plan is None:
@@ -94,79 +91,6 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
     click.echo(valid_text(spec_file, plan, local))
 
 
-@dataclass
-class _Validated:
-    """Everything `validate` found, stage by stage (spec fields, plan, tuning, code); `skipped` says which
-    checks could not run, and why."""
-
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    plan: Plan | None = None
-    skipped: list[str] = field(default_factory=list)
-
-
-def _validate_all(spec_file: str, overrides: tuple[str, ...]) -> _Validated:
-    """Run every check that can run: a stage that needs what an earlier one could not give (a Spec, a
-    plan) is skipped and named; the others all run, so one run reports every problem (README)."""
-    from smtrain.render.checked_plan import checked_plan_with_problems
-    from smtrain.render.tuning_limits import checked_tuning_plan
-    from smtrain.spec.model import read_spec
-    from smtrain.spec.problems import dotted
-
-    reading = read_spec(spec_file, steps.every_override(overrides))
-    found = _Validated(problems=list(reading.problems))
-    loaded = reading.loaded
-    if loaded is None:
-        found.skipped.append("the plan's and the code's checks did not run: the spec's fields above leave no job "
-                             "to check")
-        return found
-    if reading.defaulted:
-        fields = ", ".join(dotted(p) for p in reading.defaulted)
-        found.skipped.append(f"the plan's and the code's checks did not run: they would judge a value you did not "
-                             f"write in place of {fields}")
-        return found
-    plan, plan_problems = checked_plan_with_problems(loaded, steps.catalog(click.get_current_context()),
-                                                     fetch_code=False)
-    found.problems += _new_fields(found, plan_problems)
-    if plan is None:
-        found.skipped.append("the code's checks (bundle, preflight scan) did not run: no plan could be made")
-        return found
-    found.plan = plan
-    found.warnings += plan.warnings
-    if any(p.path[:1] == ("tuning",) for p in found.problems):
-        found.skipped.append("the tuning job's checks did not run: its section has the problems above")
-    elif loaded.spec.tuning is not None:
-        try:
-            checked_tuning_plan(loaded, plan)  # tuning: its checks that need the plan (the objective's metric)
-        except SpecError as exc:
-            found.problems += _new_fields(found, exc.problems)
-    try:
-        bundle_warnings, found.findings = steps.check_code(loaded, plan)
-        found.warnings += bundle_warnings
-    except SpecError as exc:
-        found.problems += _new_fields(found, exc.problems)
-        from smtrain.preflight.scan import scan
-
-        found.findings = scan(plan, [])  # the bundle refused its files: the entry point's scan still runs
-    return found
-
-
-def _new_fields(found: _Validated, later: list[Problem]) -> list[Problem]:
-    """A later stage's problems outside the sections (code, compute, ...) the earlier ones are in: there
-    they may only follow from those (a requirements file missing is the spec's problem and the bundle's;
-    code.git beside code.source_dir leaves the repository without the entry point). What is held back is
-    said in a note."""
-    from smtrain.spec.problems import dotted
-
-    sections = {p.path[:1] for p in found.problems}
-    held = sorted({dotted(p.path[:1]) for p in later if p.path[:1] in sections})
-    if held:
-        found.skipped.append(f"later checks of {', '.join(held)} are left for the next run: they may only "
-                             "follow from the problems above")
-    return [p for p in later if p.path[:1] not in sections]
-
-
 @main.command()
 @spec_argument
 @set_option()
@@ -179,30 +103,21 @@ def _new_fields(found: _Validated, later: list[Problem]) -> list[Problem]:
 def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, output: str) -> None:
     """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
     from smtrain.cli.render import dump, plan_text
-    from smtrain.render.checked_plan import checked_plan
-    from smtrain.render.tuning_limits import checked_tuning_plan
 
-    loaded = steps.load(spec_file, overrides)
-    result = checked_plan(loaded, steps.catalog(click.get_current_context()))
-    tuning = checked_tuning_plan(loaded, result) if loaded.spec.tuning is not None else None
-    bundle_warnings, findings, own_strategies = steps.code_checks(loaded, result)
+    found = steps.planned(spec_file, overrides)
+    result, tuning, findings = found.plan, found.tuning, found.findings
     quotas = None
     if check:  # the only part of plan that goes online
         from smtrain.cli.quota_check import check_quotas
 
         quotas = check_quotas(result)
     if output != "text":
-        summary = result.summary()
-        summary["warnings"] += [w.render() for w in bundle_warnings]
-        summary["preflight"] = [f.to_dict() for f in findings]
-        summary["program"]["own_strategies"] = [o.to_dict() for o in own_strategies]
+        summary = found.summary()
         if quotas is not None:
             summary["quotas"] = quotas.to_dict()
-        if tuning is not None:
-            summary["tuning"] = tuning.summary()
         dump(summary, output)
     else:
-        click.echo(plan_text(result, bundle_warnings, own_strategies))
+        click.echo(plan_text(result, found.code.warnings, found.code.own_strategies))
         if tuning is not None:
             from smtrain.cli.tuning_render import tuning_lines
 
@@ -249,9 +164,8 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
     1 Failed, 3 Stopped).
     """
+    import smtrain as api  # the library's names (smtrain.api.*), imported as they are used
     from smtrain.cli.render import dry_run_text, dump
-    from smtrain.render.checked_plan import checked_plan
-    from smtrain.sagemaker import submit as submission
     from smtrain.spec.patterns import check_job_name
 
     if job_name is not None:
@@ -261,41 +175,36 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
     if not local_ and (replicas_per_host or python_ or verbose):
         raise click.UsageError("--replicas-per-host, --python and --verbose apply to --local runs")
-    loaded = steps.load(spec_file, overrides)
-    result = checked_plan(loaded, steps.catalog(click.get_current_context()))
-    findings = steps.checked_code_shown(loaded, result, output)
+    found = steps.planned(spec_file, overrides)
+    steps.show_checks(found, output)
+    findings = found.findings
     if output == "text" or ((strict or any(f.is_error for f in findings)) and findings):  # else in the JSON
         steps.echo_findings(findings)
     steps.strict_exit(findings, strict)
     preflight = [f.to_dict() for f in findings]
-    if not local_:
-        steps.refuse_local_places(result, "submit --local")
-    with steps.bundle_refused_as_spec_problem(loaded):
-        if local_:
-            from smtrain.cli.render import local_submitted
-            from smtrain.local.backend import LocalBackend, local_request
+    if local_:
+        from smtrain.cli.render import local_submitted
 
-            request = local_request(result, job_name)
-            backend = LocalBackend()
-            job = backend.run(request, stream=sys.stdout if output == "text" else sys.stderr,
-                              replicas_per_host=replicas_per_host, python=python_, verbose=verbose)
-            steps.finish(job, False, output, {**local_submitted(request, job), "preflight": preflight}, metrics_of=backend)
-            return
-        if dry_run:
-            rendered = submission.dry_run(result, job_name)
-            if output == "text":
-                click.echo(dry_run_text(rendered, result.region))
-            else:
-                dump({**rendered, "preflight": preflight}, output)
-            return
-        from smtrain.sagemaker.upload import want_progress_bar
+        job = api.submit(found, local=True, job_name=job_name, stream=sys.stdout if output == "text" else sys.stderr,
+                         replicas_per_host=replicas_per_host, python=python_, verbose=verbose, show=False)
+        steps.finish(job.info, False, output, {**local_submitted(job.submitted, job.info), "preflight": preflight},
+                     metrics_of=job.backend)
+        return
+    if dry_run:
+        rendered = api.dry_run(found, job_name=job_name)
+        if output == "text":
+            click.echo(dry_run_text(rendered, found.plan.region))
+        else:
+            dump({**rendered, "preflight": preflight}, output)
+        return
+    from smtrain.sagemaker.upload import want_progress_bar
 
-        if not no_quota_check:  # before anything is uploaded; exit 5 when no choice fits
-            from smtrain.cli.quota_check import check_before_submit
+    if not no_quota_check:  # before anything is uploaded; exit 5 when no choice fits
+        from smtrain.cli.quota_check import check_before_submit
 
-            check_before_submit(result)
-        submitted = submission.submit(result, job_name, progress=want_progress_bar(output))
-    _report_submitted(submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
+        check_before_submit(found.plan)
+    job = api.submit(found, job_name=job_name, quota_check=False, progress=want_progress_bar(output), show=False)
+    _report_submitted(job.submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
 
 
 def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None,
@@ -309,7 +218,7 @@ def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, ti
         if output != "text":
             dump(data, output)
         return
-    from smtrain.cli.backends import sagemaker_backend
+    from smtrain.api.backends import sagemaker_backend
 
     backend = sagemaker_backend(submitted.region)
     job, timed_out = steps.follow_job(backend, submitted.job_name, logs=logs, timeout=timeout,
@@ -329,8 +238,8 @@ def status(job: str, region: str | None, output: str) -> None:
     A tuning job's name shows its trials and the best one. Exits 1 if the job Failed, 3 if it was
     Stopped, 0 otherwise.
     """
-    from smtrain.cli.backends import backend_for_job
-    from smtrain.cli.costs import priced
+    from smtrain.api.backends import backend_for_job
+    from smtrain.api.listing import priced
     from smtrain.cli.render import dump, job_text
 
     info = priced(backend_for_job(job, region).describe(job), steps.catalog(click.get_current_context()))
@@ -356,8 +265,8 @@ def status(job: str, region: str | None, output: str) -> None:
 def list_(status_: str | None, name_contains: str | None, since: str | None, limit: int, local_: bool,
           cost: bool, tuning: bool, region: str | None, output: str) -> None:
     """List training jobs (with --tuning, tuning jobs), newest first."""
+    from smtrain.api.listing import list_jobs
     from smtrain.aws import default_region
-    from smtrain.cli.backends import local_backend, sagemaker_backend
     from smtrain.cli.render import dump, jobs_table
 
     try:
@@ -371,14 +280,9 @@ def list_(status_: str | None, name_contains: str | None, since: str | None, lim
         # on SageMaker, so `--tuning` gets the backend's own "pass --region" instead.
         click.echo("note: no AWS region (pass --region, or set AWS_REGION): listing local jobs", err=True)
         local_ = True
-    backend = local_backend() if local_ else sagemaker_backend(region, with_tuning=tuning)
-    if tuning:
-        backend = backend.tuning  # smtrain.sagemaker.tuning_jobs: ListHyperParameterTuningJobs
-    jobs = backend.list(status=status_, name_contains=name_contains, since=created_after, limit=limit)
-    if cost:
-        from smtrain.cli.costs import priced_list
-
-        jobs = priced_list(backend, jobs, steps.catalog(click.get_current_context()))
+    jobs = list_jobs(status=status_, name_contains=name_contains, since=created_after, limit=limit, local=local_,
+                     tuning=tuning, cost=cost, region=region,
+                     catalog=steps.catalog(click.get_current_context()) if cost else None)
     if output != "text":
         dump({"jobs": [j.to_dict() for j in jobs]}, output)
     elif jobs:
@@ -398,7 +302,7 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
 
     With --output json: one JSON object per line (host, timestamp, message).
     """
-    from smtrain.cli.backends import backend_for_job
+    from smtrain.api.backends import backend_for_job
     from smtrain.cli.follow import reattach_on_interrupt
     from smtrain.cli.render import dump_line, log_line
     from smtrain.jobs import reattach_command
@@ -424,7 +328,7 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
 @guard
 def wait(job: str, timeout: str | None, region: str | None, output: str) -> None:
     """Wait for a job to end; exit 0 Completed, 1 Failed, 3 Stopped, 124 on --timeout."""
-    from smtrain.cli.backends import backend_for_job
+    from smtrain.api.backends import backend_for_job
 
     seconds = steps.parse_timeout(timeout)
     info, timed_out = steps.follow_job(backend_for_job(job, region), job, logs=False, timeout=seconds, output=output,
@@ -441,7 +345,7 @@ def wait(job: str, timeout: str | None, region: str | None, output: str) -> None
 @guard
 def stop(job: str, wait_: bool, timeout: str | None, region: str | None, output: str) -> None:
     """Ask SageMaker to stop a job (it goes Stopping, then Stopped). The job's data stays."""
-    from smtrain.cli.backends import backend_for_job
+    from smtrain.api.backends import backend_for_job
     from smtrain.cli.render import dump, job_text
     from smtrain.jobs import reattach_command
 
@@ -484,7 +388,7 @@ def tensorboard(job: str, region: str | None, directory: Path | None, no_launch:
     """
     import shlex
 
-    from smtrain.cli.backends import backend_for_job
+    from smtrain.api.backends import backend_for_job
     from smtrain.cli.render import dump, event_files_text, no_event_files
     from smtrain.cli.tensorboard_program import run, tensorboard_command
 
@@ -605,19 +509,18 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
         return
     if script is None:
         raise click.UsageError("Missing argument 'SCRIPT' (or --example NAME).")
+    import smtrain as api  # the library's names (smtrain.api.*), imported as they are used
     from smtrain.aws import default_region
     from smtrain.cli.render import dump
-    from smtrain.render.checked_plan import checked_plan
     from smtrain.spec import patterns
-    from smtrain.spec.model import load_spec
     from smtrain.spec.starter import hyperparameters, read_script, starter_text
 
     if not script.is_file():
         raise UserError(f"{script}: no such file" if not script.exists() else f"{script}: not a file",
                         exit_codes.USAGE)
-    if script.suffix != ".py":
-        raise UserError(f"{script}: not a Python script (.py): smtrain init reads a script's argparse options",
-                        exit_codes.USAGE)
+    if script.suffix not in (".py", ".ipynb"):
+        raise UserError(f"{script}: not a Python script (.py) or notebook (.ipynb): smtrain init reads a script's "
+                        "argparse options", exit_codes.USAGE)
     target = spec_file if spec_file is not None else script.parent / "job.yaml"
     if (target.exists() or target.is_symlink()) and not force:
         raise UserError(f"{target} exists: pass --force to replace it, or name another file "
@@ -634,9 +537,8 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}", exit_codes.USAGE) from None
     # Checked as `validate` checks it: a starting spec that does not validate is a bug of init's.
-    loaded = load_spec(target)
-    plan = checked_plan(loaded, steps.catalog(click.get_current_context()))
-    warnings, findings = steps.check_code(loaded, plan)
+    found = api.plan(target, catalog=steps.catalog(click.get_current_context()))
+    loaded, plan, warnings, findings = found.loaded, found.plan, found.code.warnings, found.findings
     shown = _shown(target)
     next_steps = [f"smtrain plan {shown}", f"smtrain submit {shown} --dry-run", f"smtrain submit {shown} --local"]
     errors = sum(f.is_error for f in findings)  # what the script does that no spec can make run

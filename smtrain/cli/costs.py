@@ -1,33 +1,10 @@
-"""What jobs cost, in `status` and `list --cost`: pricing the jobs shown (JobInfo.cost), and the text."""
+"""What jobs cost, in `status` and `list --cost`, as text (the pricing is smtrain.api.listing's)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
-
 from smtrain.jobs import JobCost, JobInfo
-from smtrain.plan.catalog import Catalog
-from smtrain.plan.job_cost import job_cost
 
 LOCAL = "local: no charge"
-
-
-def _priceable(job: JobInfo) -> bool:
-    # A local job runs free; a tuning job (smtrain.sagemaker.tuning_jobs, a JobInfo with `tuning`) is billed
-    # through its trials, which are training jobs of their own (`list --cost` prices them).
-    return job.backend != "local" and not hasattr(job, "tuning")
-
-
-def priced(job: JobInfo, catalog: Catalog) -> JobInfo:
-    """`job` with its cost, when it is a job that is billed for itself."""
-    return replace(job, cost=job_cost(job, catalog)) if _priceable(job) else job
-
-
-def priced_list(backend: Any, jobs: Sequence[JobInfo], catalog: Catalog) -> list[JobInfo]:
-    """`list --cost`: each entry priced from its description (ListTrainingJobs carries no billing facts);
-    the entries keep their own fields."""
-    return [replace(j, cost=job_cost(backend.describe(j.name), catalog)) if _priceable(j) else j for j in jobs]
 
 
 def _usd(value: float) -> str:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from smtrain import exit_codes
-from smtrain.errors import UserError
+from smtrain.errors import PreflightError, UserError
 from smtrain.plan.catalog import CatalogError
 from smtrain.redact import mask_text
 from smtrain.spec.problems import SpecError
@@ -45,6 +45,8 @@ def guard(fn: F) -> F:
             ctx.exit(exit_codes.USAGE)
         except CatalogError as exc:
             _fail(ctx, f"error: {exc}", exit_codes.USAGE)
+        except PreflightError as exc:  # the findings were shown; the count and "nothing was sent"
+            _fail(ctx, str(exc), exc.code)
         except UserError as exc:
             _fail(ctx, _traceback(exc) if debug else f"error: {exc}", exc.code)
         except KeyboardInterrupt:

@@ -69,8 +69,8 @@ def _source(metrics: JobMetrics) -> str:
 def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
                    sleep: Callable[[float], None] = time.sleep) -> JobInfo:
     """Print each epoch once as it arrives, until the job has ended; the job's last state."""
+    from smtrain.api.waiting import WAIT_POLL_DEFAULT
     from smtrain.cli import metrics_table as table
-    from smtrain.cli.follow import WAIT_POLL_DEFAULT
     from smtrain.cli.render import dump_line
 
     interval = poll_interval(WAIT_POLL_DEFAULT)
@@ -116,7 +116,7 @@ def metrics(job: str, follow: bool, host: str | None, plot: bool, region: str | 
     Exits 0 once shown (a job with no metrics yet says so), 4 for an unknown job; with --follow, the job's
     code once it ends (0 Completed, 1 Failed, 3 Stopped).
     """
-    from smtrain.cli.backends import backend_for_job
+    from smtrain.api.backends import backend_for_job
     from smtrain.cli.follow import reattach_on_interrupt
     from smtrain.jobs import reattach_command
 

@@ -11,9 +11,9 @@ import csv
 import datetime as dt
 import io
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from smtrain.api.metrics import EpochRow, columns, heading, rows
 from smtrain.jobs import JobMetrics, reattach_command
 from smtrain.redact import mask_text
 
@@ -21,36 +21,8 @@ TIME_FORMAT = "%H:%M:%S"
 _NOT_SUMMED = ("train:learning_rate", "train:examples_per_sec")  # the summary's line keeps to what was learnt
 
 
-@dataclass(frozen=True)
-class EpochRow:
-    epoch: int
-    timestamp: dt.datetime | None  # the latest of the epoch's points
-    values: dict[str, float]  # metric name -> value; a metric the epoch has no value of is absent
-
-
 def _iso(value: dt.datetime | None) -> str | None:
     return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z") if value else None
-
-
-def columns(metrics: JobMetrics) -> list[str]:
-    return [s.name for s in metrics.series]
-
-
-def rows(metrics: JobMetrics) -> list[EpochRow]:
-    values: dict[int, dict[str, float]] = {}
-    stamps: dict[int, dt.datetime] = {}
-    for series in metrics.series:
-        for point in series.points:
-            values.setdefault(point.epoch, {})[series.name] = point.value
-            if point.timestamp is not None and (point.epoch not in stamps or point.timestamp > stamps[point.epoch]):
-                stamps[point.epoch] = point.timestamp
-    return [EpochRow(epoch, stamps.get(epoch), values[epoch]) for epoch in sorted(values)]
-
-
-def heading(name: str) -> str:
-    """A column's heading in text: the names of the metric lines (loss, val_accuracy) rather than the definitions'."""
-    prefix, _, rest = name.partition(":")
-    return {"train": rest, "validation": f"val_{rest}"}.get(prefix, name) if rest else name
 
 
 def number(value: float) -> str:

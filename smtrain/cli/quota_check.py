@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 
 def check_quotas(plan: Plan) -> QuotaCheck:
-    from smtrain.sagemaker.quotas import check_quotas as ask  # boto3: only when a check is asked for
+    from smtrain.api.submitting import check_quota_before_sending  # boto3: only when a check is asked for
 
-    return ask(plan)
+    return check_quota_before_sending(plan, refuse=False)
 
 
 def refuse_if_none_fits(report: QuotaCheck) -> None:
@@ -31,8 +31,8 @@ def refuse_if_none_fits(report: QuotaCheck) -> None:
 
 
 def check_before_submit(plan: Plan) -> None:
-    """submit's check, before anything is uploaded: silent when every choice fits; else each choice's line
-    (which fit, what could not be told) on stderr, or the refusal."""
+    """submit's check, before anything is uploaded (smtrain.api's): silent when every choice fits; else each
+    choice's line (which fit, what could not be told) on stderr, or the refusal."""
     report = check_quotas(plan)
     refuse_if_none_fits(report)
     if report.notes or any(f.fits is not True for f in report.fits):

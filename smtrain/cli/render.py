@@ -164,7 +164,8 @@ def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[s
                 else "as your script sets it (training.lr_scaling not set)")
         lines.append(f"  wrap          batch: {batch}; learning rate: {rate}")
     else:
-        lines.append(f"  program       {plan.entry_point} (your script)")
+        made = f", made from {plan.script}" if plan.script and plan.script != plan.entry_point else ""
+        lines.append(f"  program       {plan.entry_point} (your script{made})")
     lines.append("  arguments     exactly hyperparameters: (plus --model_dir, as SageMaker's TensorFlow contract adds it)")
     lines.append(f"  strategy told {plan.strategy_told}")
     lines += [f"  your strategy {o.render()}" for o in own_strategies]

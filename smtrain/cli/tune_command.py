@@ -52,9 +52,8 @@ def tune(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: st
     With --dry-run, show exactly what would be sent. `status`, `wait`, `stop`, `logs` and
     `list --tuning` take the tuning job's name.
     """
+    import smtrain as api  # the library's names (smtrain.api.*), imported as they are used
     from smtrain.cli.render import dump
-    from smtrain.render.checked_plan import checked_plan
-    from smtrain.render.tuning_limits import checked_tuning_plan
 
     if dry_run and (wait_ or timeout or local_):
         raise click.UsageError("--wait, --timeout and --local run a tuning job: not with --dry-run")
@@ -72,37 +71,34 @@ def tune(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: st
     if local_:
         from smtrain.cli.tune_local import run_local_tuning
 
-        ctx.exit(run_local_tuning(loaded, spec_file=spec_file, overrides=steps.every_override(overrides),
-                                  catalog=steps.catalog(ctx), output=output, tuning_name=job_name, seed=seed))
-    result = checked_plan(loaded, steps.catalog(ctx))
-    tp = checked_tuning_plan(loaded, result)
-    findings = steps.checked_code_shown(loaded, result, output)  # as submit's
-    if output == "text" or any(f.is_error for f in findings):  # else in the JSON
-        steps.echo_findings(findings)
+        ctx.exit(run_local_tuning(spec_file, overrides=steps.every_override(overrides), catalog=steps.catalog(ctx),
+                                  output=output, tuning_name=job_name, seed=seed))
+    from smtrain.api.planning import plan
+
+    found = plan(loaded, catalog=steps.catalog(ctx))
+    steps.show_checks(found, output)  # as submit's
+    if output == "text" or any(f.is_error for f in found.findings):  # else in the JSON
+        steps.echo_findings(found.findings)
     # Every trial would fail at an error's line: nothing is sent, as submit sends nothing.
-    steps.strict_exit(findings, strict=False)
-    preflight = [f.to_dict() for f in findings]
-    steps.refuse_local_places(result, "tune --local")
-    from smtrain.sagemaker import tuning as tuning_backend
+    steps.strict_exit(found.findings, strict=False)
+    preflight = [f.to_dict() for f in found.findings]
+    if dry_run:
+        rendered = api.tune_dry_run(found, job_name=job_name)
+        if output == "text":
+            from smtrain.cli.tuning_render import tuning_dry_run_text
 
-    with steps.bundle_refused_as_spec_problem(loaded):
-        if dry_run:
-            rendered = tuning_backend.dry_run(tp, job_name)
-            if output == "text":
-                from smtrain.cli.tuning_render import tuning_dry_run_text
+            click.echo(tuning_dry_run_text(rendered, found.plan.region))
+        else:
+            dump({**rendered, "preflight": preflight}, output)
+        return
+    from smtrain.sagemaker.upload import want_progress_bar
 
-                click.echo(tuning_dry_run_text(rendered, result.region))
-            else:
-                dump({**rendered, "preflight": preflight}, output)
-            return
-        from smtrain.sagemaker.upload import want_progress_bar
+    if not no_quota_check:  # as submit's, before the upload: the trials that run at once must fit
+        from smtrain.cli.quota_check import check_before_submit
 
-        if not no_quota_check:  # as submit's, before the upload: the trials that run at once must fit
-            from smtrain.cli.quota_check import check_before_submit
-
-            check_before_submit(tp.parallel_trials())
-        submitted = tuning_backend.tune(tp, job_name, progress=want_progress_bar(output))
-    _report(submitted, output, wait=wait_, timeout=seconds, preflight=preflight)
+        check_before_submit(found.tuning.parallel_trials())
+    job = api.tune(found, job_name=job_name, quota_check=False, progress=want_progress_bar(output), show=False)
+    _report(job.submitted, output, wait=wait_, timeout=seconds, preflight=preflight)
 
 
 def _report(submitted: Any, output: str, *, wait: bool, timeout: float | None,
@@ -117,7 +113,7 @@ def _report(submitted: Any, output: str, *, wait: bool, timeout: float | None,
         if output != "text":
             dump(data, output)
         return
-    from smtrain.cli.backends import sagemaker_backend
+    from smtrain.api.backends import sagemaker_backend
 
     backend = sagemaker_backend(submitted.region, with_tuning=True)
     job, timed_out = steps.follow_job(backend, submitted.job_name, logs=False, timeout=timeout, output=output,

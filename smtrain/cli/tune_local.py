@@ -19,7 +19,6 @@ from smtrain.redact import mask_text
 if TYPE_CHECKING:
     from smtrain.local.tuning import LocalTuning, Trial
     from smtrain.plan.catalog import Catalog
-    from smtrain.spec.model import LoadedSpec
 
 BEST_MARK = "*"
 REASON_SHOWN = 200  # characters of a failed trial's reason on its line (`smtrain status TRIAL` has it all)
@@ -74,33 +73,29 @@ def summary_lines(tuning: LocalTuning) -> list[str]:
     return lines
 
 
-def run_local_tuning(loaded: LoadedSpec, *, spec_file: str, overrides: Sequence[str], catalog: Catalog,
-                     output: str, tuning_name: str | None = None, seed: int | None = None) -> int:
-    """Run the spec's tuning here; print as `output` asks; the exit code (0: a best trial, 1: none)."""
+def run_local_tuning(spec_file: str, *, overrides: Sequence[str], catalog: Catalog, output: str,
+                     tuning_name: str | None = None, seed: int | None = None) -> int:
+    """Run the spec's tuning here (smtrain.api.tune_here); print as `output` asks; the exit code (0: a best
+    trial, 1: none)."""
+    from smtrain.api.tuning import tune_here
     from smtrain.cli.render import dump
-    from smtrain.local.tuning import prepare, run_trials, trial_loader
-    from smtrain.plan.tuning import new_tuning_job_name
-    from smtrain.render.checked_plan import checked_plan
-    from smtrain.render.tuning_limits import checked_tuning_plan
 
-    tp = checked_tuning_plan(loaded, checked_plan(loaded, catalog))  # the same checks as a SageMaker tuning job
-    name = tuning_name or new_tuning_job_name(loaded.spec.name)  # the tuning-name rule: trial names fit a job's
-    if seed is None:
-        seed = loaded.spec.training.seed or 0
     err = output != "text"  # stdout keeps the one document
+    max_jobs: list[int] = []
 
     def started(trial: Trial) -> None:
-        click.echo(mask_text(f"trial {trial.number}/{tp.max_jobs} {trial.name}: {_values_text(trial)}"), err=err)
+        click.echo(mask_text(f"trial {trial.number}/{max_jobs[0] if max_jobs else '?'} {trial.name}: "
+                             f"{_values_text(trial)}"), err=err)
 
     def ended(trial: Trial) -> None:
-        got = f"{tp.objective_metric} {_value(trial.objective)}"
+        got = f"{objective[0]} {_value(trial.objective)}"
         reason = f" ({' '.join(trial.failure_reason.split())[:REASON_SHOWN]})" if trial.failure_reason else ""
         click.echo(mask_text(f"  {trial.status} after {trial.seconds or 0:.1f}s: {got}{reason}"), err=err)
 
-    tuning = prepare(tp, name=name, seed=seed)
-    for note in tuning.notes:
-        click.echo(f"note: {note}", err=True)
-    run_trials(tuning, trial_loader(spec_file, overrides, tp.tuning, catalog), on_start=started, on_end=ended)
+    objective: list[str] = []
+    tuning = tune_here(spec_file, list(overrides), job_name=tuning_name, seed=seed, catalog=catalog,
+                       on_start=started, on_end=ended, on_note=lambda note: click.echo(f"note: {note}", err=True),
+                       on_ready=lambda _, tp: (max_jobs.append(tp.max_jobs), objective.append(tp.objective_metric)))
     if output == "text":
         click.echo(mask_text("\n".join(["", *summary_lines(tuning)])))
     else:

@@ -16,6 +16,7 @@ Needs scikit-learn, which the `local` extra installs (pip install 'smtrain[local
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -23,8 +24,9 @@ VALIDATION_EXAMPLES = 360
 DIABETES_VALIDATION = 90
 
 
-def write_digits(out_dir: Path, validation: int = VALIDATION_EXAMPLES, seed: int = 0) -> dict[str, int]:
+def write_digits(out_dir: str | os.PathLike[str], validation: int = VALIDATION_EXAMPLES, seed: int = 0) -> dict[str, int]:
     """Shuffle the 1,797 digits with `seed`, hold out `validation` of them; examples written per channel."""
+    out_dir = Path(out_dir)  # a notebook passes a string
     import numpy as np
     from sklearn.datasets import load_digits
 

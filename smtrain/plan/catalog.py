@@ -11,6 +11,8 @@ import difflib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from smtrain import exit_codes
+from smtrain.errors import UserError
 from smtrain.plan import gpu_facts
 
 __all__ = [
@@ -139,8 +141,11 @@ def _is_estimate(note: str | None) -> bool:
     return note is not None and "estimate" in note.lower()
 
 
-class CatalogError(ValueError):
-    """A catalog that cannot be read, or a request it cannot meet. The message is for the user."""
+class CatalogError(UserError, ValueError):
+    """A catalog that cannot be read, or a request it cannot meet. The message is for the user (exit 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_codes.USAGE)
 
 
 @dataclass(frozen=True)

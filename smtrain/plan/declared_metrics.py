@@ -32,7 +32,8 @@ from smtrain_tf.models.names import is_hook
 
 from smtrain.plan import program
 from smtrain.spec.model import Spec
-from smtrain.spec.python_file import parse_python, read_python, walk
+from smtrain.spec.notebook import read_code
+from smtrain.spec.python_file import parse_python, walk
 
 # Always in the definitions (smtrain_tf/metric_definitions.json), so never added twice.
 BUILT_IN = ("loss", "accuracy")
@@ -115,7 +116,7 @@ def _tree(path: Path) -> ast.Module | None:
     """The file's tree; None where it cannot be read (too large, too deep, not Python: the preflight scan
     and the hook check say so)."""
     try:
-        return read_python(path).tree
+        return read_code(path).tree  # a notebook: the script made from it
     except OSError:
         return None
 

@@ -7,6 +7,7 @@ Three kinds of program:
               hyperparameters, then the spec's own `hyperparameters:`.
     own       code.entry_point: exactly the spec's `hyperparameters:` (plus what SageMaker's
               TensorFlow contract adds), never the bundled entrypoint's settings: a script's argparse declares its own.
+              A notebook (train.ipynb) runs as the script made from it (train_ipynb.py, smtrain.spec.notebook).
     wrapped   code.entry_point with code.wrap: SageMaker runs smtrain_wrap.py, which runs the script
               unchanged inside the strategy; the script receives what an own script receives.
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smtrain.spec.model import LoadedSpec, Spec
+from smtrain.spec.notebook import is_notebook, program_name
 from smtrain.spec.problems import Path_, Problem, dotted
 
 BUNDLED_ENTRY_POINT = "smtrain_entry.py"
@@ -38,9 +40,15 @@ def kind(spec: Spec) -> str:
     return WRAPPED if spec.code.wrap else OWN
 
 
+def script_program(spec: Spec) -> str:
+    """The user's script as the bundle holds it: code.entry_point, or for a notebook the script made from it."""
+    script = spec.code.entry_point or ""
+    return program_name(script) if is_notebook(script) else script
+
+
 def entry_point(spec: Spec) -> str:
     """The program SageMaker starts (sagemaker_program)."""
-    return {BUNDLED: BUNDLED_ENTRY_POINT, WRAPPED: WRAP_PROGRAM}.get(kind(spec), spec.code.entry_point or "")
+    return {BUNDLED: BUNDLED_ENTRY_POINT, WRAPPED: WRAP_PROGRAM}.get(kind(spec), script_program(spec))
 
 
 def _as_written(value: Any) -> Any:
@@ -71,7 +79,7 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
     code, training, what = spec.code, spec.training, kind(spec)
     found = []
     if what == WRAPPED:
-        found += [Variable("SMTRAIN_WRAP_SCRIPT", code.entry_point or "", ("code", "entry_point")),
+        found += [Variable("SMTRAIN_WRAP_SCRIPT", script_program(spec), ("code", "entry_point")),
                   Variable("SMTRAIN_WRAP_BATCH", code.wrap_batch, ("code", "wrap_batch"))]
         # The wrap leaves a script's learning rate alone unless the spec asks for a rule.
         if "lr_scaling" in training.model_fields_set:

@@ -1,6 +1,7 @@
 """Stage 3, Plan + the code -> findings: an own script's code checked before it is bundled (ast only, nothing run).
 
-    scan.py         the scan: which files, the job's context, the findings (errors and warnings) at file:line
+    scan.py         the scan: which files, the job's context, the findings (errors and warnings) at file:line (a
+                    notebook entry point: its made script scanned, each finding at the notebook's cell and line)
     rules.py        its rules on APIs TensorFlow removed, strategies (and those a wrap cannot stand for), Horovod
                     and TF_CONFIG against the job, Keras 3's fit, CUDA_VISIBLE_DEVICES, argparse against the
                     hyperparameters (an error where argparse exits for certain)

@@ -10,6 +10,9 @@ It runs for own scripts (code.entry_point) in validate, plan and submit. Which f
   model saved by every worker, argparse against the hyperparameters. A second script beside the entry
   point is not what runs, and is not judged by this job.
 
+A notebook entry point (train.ipynb) is scanned as the script made from it (smtrain.spec.notebook), and its
+findings name the notebook's cell and the line in it, never the made script's line.
+
 rules.py, io_rules.py, keras_rules.py and names.py hold the rules and what they
 share. A finding is an error where the job would fail there for certain (validate, plan and submit then
 exit 2, nothing sent), else a warning.
@@ -28,7 +31,8 @@ from smtrain.plan.distribution import version_tuple
 from smtrain.preflight import io_rules, keras_rules, rules
 from smtrain.preflight.names import Names
 from smtrain.preflight.rules import ERROR, WARNING, Hit, JobContext
-from smtrain.spec.python_file import MAX_BYTES, read_python, walk
+from smtrain.spec.notebook import NotebookError, NotebookScript, is_notebook, notebook_script, program_name, read_code
+from smtrain.spec.python_file import MAX_BYTES, walk
 from smtrain.spec.script_args import ScriptArgs, script_args
 
 if TYPE_CHECKING:
@@ -47,6 +51,11 @@ class Finding:
     message: str
     fix: str
     severity: str = WARNING  # ERROR: the job would fail for certain; nothing is sent
+    cell: int | None = None  # a notebook's finding: its cell (from 1, every cell counted), `line` in that cell
+
+    @property
+    def where(self) -> str:
+        return place(self.file, self.line, self.cell)
 
     @property
     def is_error(self) -> bool:
@@ -58,13 +67,51 @@ class Finding:
         return self.severity == NOTE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message, "fix": self.fix,
-                "severity": self.severity}
+        found = {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message, "fix": self.fix,
+                 "severity": self.severity}
+        return found if self.cell is None else {**found, "cell": self.cell}
 
     def render(self, label: str | None = None) -> str:
         if self.is_note:
             return f"note: {self.file}: {self.message}"
-        return f"{self.file}:{self.line}: {label or self.severity}: {self.message} (fix: {self.fix})"
+        return f"{self.where}: {label or self.severity}: {self.message} (fix: {self.fix})"
+
+
+def place(file: str, line: int, cell: int | None = None) -> str:
+    """`train.py:12`, or a notebook's `train.ipynb, cell 3, line 2`."""
+    return f"{file}:{line}" if cell is None else f"{file}, cell {cell}, line {line}"
+
+
+class _Notebooks:
+    """The notebooks among the files (a path ending .ipynb, shipped as the script made from it under `rel`): their
+    scripts read, and a script's lines named by the notebook's cells."""
+
+    def __init__(self, files: Sequence[tuple[str, Path]]) -> None:
+        self.scripts: dict[str, NotebookScript] = {}
+        for rel, path in files:
+            if is_notebook(path.name):
+                try:
+                    self.scripts[rel] = notebook_script(path, _notebook_of(rel, path))
+                except NotebookError:
+                    pass  # the spec's check refuses it; the scan says it did not read it
+
+    def name(self, rel: str) -> str:
+        """The file a person knows: the notebook, for the script made from it."""
+        script = self.scripts.get(rel)
+        return script.notebook if script is not None else rel
+
+    def locate(self, rel: str, line: int) -> tuple[str, int, int | None]:
+        """(file, line, cell) of line `line` of `rel`, in the notebook's terms where `rel` is one's script."""
+        script = self.scripts.get(rel)
+        found = script.locate(line) if script is not None else None
+        if script is None or found is None:
+            return rel, line, None  # not a notebook's, or the script's own header
+        return script.notebook, found[1], found[0]
+
+
+def _notebook_of(rel: str, path: Path) -> str:
+    """The notebook's own path in source_dir, for the script made from it that ships as `rel`."""
+    return str(PurePosixPath(rel).parent / path.name).removeprefix("./")
 
 
 def context_of(plan: Plan) -> JobContext:
@@ -96,12 +143,13 @@ def _python_tag(py_version: str | None) -> tuple[int, int] | None:
 
 def _parse(rel: str, path: Path, container: tuple[int, int] | None) -> _Parsed:
     try:
-        read = read_python(path)
+        read = read_code(path, _notebook_of(rel, path))  # a notebook: the script made from it
     except OSError as exc:
         return _Parsed(rel, None, Hit(1, "unreadable", f"cannot be read: {exc.strerror or exc}",
                                       "make the file readable, or leave it out with .smtrainignore"))
     if read.skipped is not None:
-        return _Parsed(rel, None, None, read.skipped)
+        # A notebook that cannot become a script: the spec's check names its problems, each at its cell.
+        return _Parsed(rel, None, None, None if is_notebook(path.name) else read.skipped)
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     if read.syntax_error is not None:
         exc = read.syntax_error
@@ -177,17 +225,24 @@ def _running(entry: str, parsed: dict[str, _Parsed]) -> list[str]:
     return order
 
 
-def _grouped(rel: str, hits: Iterable[Hit]) -> list[Finding]:
-    """One finding per rule and message in a file: the first line, with the other lines named."""
+def _grouped(rel: str, hits: Iterable[Hit], notebooks: _Notebooks) -> list[Finding]:
+    """One finding per rule and message in a file: the first line, with the other lines named (a notebook's
+    script: by the notebook's cells and lines)."""
     by_key: dict[tuple[str, str], list[Hit]] = {}
     for hit in hits:
         by_key.setdefault((hit.rule, hit.message), []).append(hit)
     found = []
     for (rule, message), same in by_key.items():
         lines = sorted({h.line for h in same})
-        more = f" (also line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if len(lines) > 1 else ""
-        found.append(Finding(rel, lines[0], rule, message + more, same[0].fix,
-                             ERROR if any(h.severity == ERROR for h in same) else WARNING))
+        places = [notebooks.locate(rel, line) for line in lines]
+        file, line, cell = places[0]
+        if cell is None:
+            others = ", ".join(str(p[1]) for p in places[1:])
+            more = f" (also line{'s' if len(lines) > 2 else ''} {others})" if len(lines) > 1 else ""
+        else:
+            more = f" (also {', '.join(f'cell {c}, line {n}' for _, n, c in places[1:])})" if len(lines) > 1 else ""
+        found.append(Finding(file, line, rule, message + more, same[0].fix,
+                             ERROR if any(h.severity == ERROR for h in same) else WARNING, cell))
     return found
 
 
@@ -250,9 +305,10 @@ def _read(entry_point: str, files: Sequence[tuple[str, Path]], py_version: str |
     return parsed, _running(entry_point, parsed)
 
 
-def _note(item: _Parsed) -> Finding:
+def _note(item: _Parsed, notebooks: _Notebooks) -> Finding:
     message = item.skipped or ""
-    return Finding(item.rel, 1, "not-read", f"{message}; the preflight scan skipped it", "", NOTE)
+    return Finding(notebooks.name(item.rel), 1, "not-read", f"{message}; the preflight scan skipped it", "",
+                   NOTE)
 
 
 def _rule_hits(tree: ast.Module, runs: bool, job: JobContext, model_dir: str | None) -> list[Hit]:
@@ -272,8 +328,10 @@ def _rule_hits(tree: ast.Module, runs: bool, job: JobContext, model_dir: str | N
 
 def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobContext,
                py_version: str | None = None) -> list[Finding]:
-    """Every finding for a job whose code is `files` ((relative path, file)), run as `entry_point`."""
+    """Every finding for a job whose code is `files` ((relative path, file)), run as `entry_point`. A file
+    whose path ends .ipynb is a notebook shipped as the script made from it under its relative path."""
     parsed, running = _read(entry_point, files, py_version)
+    notebooks = _Notebooks(files)
     try:
         model_dir = _model_dir_dest(_script_args(running, parsed)[0])
     except (RecursionError, MemoryError):
@@ -295,14 +353,17 @@ def scan_files(entry_point: str, files: Sequence[tuple[str, Path]], job: JobCont
         argparse_hits = []
     for rel, hit in argparse_hits:
         hits[rel].append(hit)
-    findings = [f for rel, found in hits.items() for f in _grouped(rel, found)]
-    findings += [_note(item) for item in parsed.values() if item.skipped]
+    findings = [f for rel, found in hits.items() for f in _grouped(rel, found, notebooks)]
+    findings += [_note(item, notebooks) for item in parsed.values() if item.skipped]
     # The entry point first, then the files that run, then the rest; each by line.
-    rank = {rel: i for i, rel in enumerate(running)}
-    return sorted(findings, key=lambda f: (rank.get(f.file, len(rank)), f.file, f.line, f.rule))
+    rank = {name: i for i, rel in enumerate(running) for name in {rel, notebooks.name(rel)}}
+    return sorted(findings, key=lambda f: (rank.get(f.file, len(rank)), f.file, f.cell or 0, f.line, f.rule))
 
 
 def _entry(entry_point: str) -> str:
+    """The file the job runs, as the bundle holds it (a notebook: the script made from it)."""
+    if is_notebook(entry_point):
+        return program_name(entry_point)
     return PurePosixPath(entry_point.replace("\\", "/")).as_posix().removeprefix("./")
 
 
@@ -314,12 +375,14 @@ class StandIn:
     line: int
     builds: str  # MirroredStrategy()
     becomes: str  # the job's multi_worker_mirrored strategy (2 hosts x 4 replicas)
+    cell: int | None = None  # a notebook's: its cell, `line` in that cell
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "builds": self.builds, "becomes": self.becomes}
+        found = {"file": self.file, "line": self.line, "builds": self.builds, "becomes": self.becomes}
+        return found if self.cell is None else {**found, "cell": self.cell}
 
     def render(self) -> str:
-        return f"{self.file}:{self.line} builds {self.builds}: under the wrap it is {self.becomes}"
+        return f"{place(self.file, self.line, self.cell)} builds {self.builds}: under the wrap it is {self.becomes}"
 
 
 def _job_strategy(plan: Plan) -> str:
@@ -337,7 +400,9 @@ def stand_ins(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[StandIn]:
     code = plan.spec.code
     if not code.wrap or code.entry_point is None:
         return []
-    parsed, running = _read(_entry(code.entry_point), _with_entry(plan, files), plan.py_version)
+    files = _with_entry(plan, files)
+    parsed, running = _read(_entry(code.entry_point), files, plan.py_version)
+    notebooks = _Notebooks(files)
     found = []
     for rel in running:
         tree = parsed[rel].tree
@@ -349,9 +414,10 @@ def stand_ins(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[StandIn]:
             continue  # the scan says the file was not read
         for built in built_here:
             if built.name in rules.WRAP_STANDS_FOR and not built.explicit:
-                found.append(StandIn(rel, built.line, built.call, _job_strategy(plan)))
-    rank = {rel: i for i, rel in enumerate(running)}
-    return sorted(found, key=lambda s: (rank[s.file], s.line))
+                file, line, cell = notebooks.locate(rel, built.line)
+                found.append(StandIn(file, line, built.call, _job_strategy(plan), cell))
+    rank = {name: i for i, rel in enumerate(running) for name in {rel, notebooks.name(rel)}}
+    return sorted(found, key=lambda s: (rank[s.file], s.cell or 0, s.line))
 
 
 def _with_entry(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[tuple[str, Path]]:
@@ -362,8 +428,9 @@ def _with_entry(plan: Plan, files: Sequence[tuple[str, Path]]) -> list[tuple[str
         return files
     source = (plan.base_dir / code.source_dir).resolve()
     entry = _entry(code.entry_point)
-    if entry not in {rel for rel, _ in files} and (source / entry).is_file():
-        files.append((entry, source / entry))
+    own = source / code.entry_point  # a notebook's script ships under another name than the file's
+    if entry not in {rel for rel, _ in files} and own.is_file():
+        files.append((entry, own))
     return files
 
 

@@ -14,12 +14,14 @@
     units.py        sizes (GB, GiB), durations (90m, 6h, 1d), --since values
     local_uri.py    the place on this machine a data URI names (file://, a path), for --local and the bundle
     python_file.py  a user's Python file read with ast within bounds (size, depth), parsed once; why not
+    notebook.py     a notebook entry point (train.ipynb) as the script a job runs (nbformat, read lazily): code cells
+                    in order, magics and ! lines rewritten line for line, every problem at its cell and line
     script_args.py  the options a script's argparse declares and how it parses, read with ast
     script_reads.py what a script imports and reads that decides its job (Horovod, TF_CONFIG), read with ast
-    starter.py      `smtrain init`: a commented starting spec for an existing script
+    starter.py      `smtrain init`: a commented starting spec for an existing script or notebook
     tuning.py       the `tuning:` section (TuningSpec): objective, strategy, limits, ranges checked against
                     the tuned field's own rules; trial_overrides() for one trial's spec
 
 May import: the shared modules (smtrain.errors, exit_codes, aws for the default region; redact, to register the spec's
-secrets as soon as it is read). Nothing else of smtrain.
+secrets as soon as it is read). Nothing else of smtrain; nbformat only inside notebook.py's reader.
 """

@@ -45,6 +45,7 @@ from smtrain.spec.fields import (
     tag_text,
     whole,
 )
+from smtrain.spec.notebook import NotebookError, is_notebook, notebook_script
 from smtrain.spec.problems import Path_, Problem, SpecError, brief
 from smtrain.spec.spec_file import read_spec_text
 from smtrain.spec.tuning import TuningSpec, tuning_problems
@@ -427,6 +428,13 @@ def code_file_problems(loaded: LoadedSpec, src: Path, where: str) -> list[Proble
                                   "outside it does not count)"))
     elif code.entry_point and not (src / code.entry_point).is_file():
         out.append(loaded.problem(("code", "entry_point"), f"{code.entry_point} not found in {where}"))
+    elif code.entry_point and is_notebook(code.entry_point):
+        # The job runs the script made from the notebook: what cannot become one is the spec's problem, at
+        # the notebook's cell and line (smtrain.spec.notebook).
+        try:
+            notebook_script(src / code.entry_point, code.entry_point)
+        except NotebookError as exc:
+            out += [loaded.problem(("code", "entry_point"), message) for message in exc.messages()]
     if code.requirements and not (src / code.requirements).is_file():
         out.append(loaded.problem(("code", "requirements"), f"{code.requirements} not found in {where}"))
     return out
@@ -531,7 +539,12 @@ def _remember_secrets(data: object) -> None:
 
 def _read_data(file: Path, overrides: Sequence[str], env: Mapping[str, str] | None
                ) -> tuple[Any, SourceMap, list[Problem]]:
-    data, smap, problems = load_yaml(read_spec_text(file), str(file), os.environ if env is None else env)
+    return _read_text(read_spec_text(file), str(file), overrides, env)
+
+
+def _read_text(text: str, source: str, overrides: Sequence[str], env: Mapping[str, str] | None,
+               *, positions: bool = True) -> tuple[Any, SourceMap, list[Problem]]:
+    data, smap, problems = load_yaml(text, source, os.environ if env is None else env, positions=positions)
     _remember_secrets(data)
     set_problems = apply_overrides(data, smap, overrides)
     _remember_secrets(data)
@@ -562,15 +575,31 @@ def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
     """Read, interpolate, override and validate a job spec; raise SpecError listing every problem."""
     file = Path(path)
     data, smap, problems = _read_data(file, overrides, env)
+    return _validated(data, smap, problems, file.resolve().parent)
+
+
+def _validated(data: Any, smap: SourceMap, problems: list[Problem], base_dir: Path) -> LoadedSpec:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(problems + [p for p in _problems_from(exc, smap) if not smap.explained(p.path)]) from None
-    loaded = LoadedSpec(spec, smap, file.resolve().parent)
+    loaded = LoadedSpec(spec, smap, base_dir)
     problems += _check(loaded)
     if problems:
         raise SpecError(problems)
     return loaded
+
+
+def load_spec_data(data: Mapping[str, Any], base_dir: Path, overrides: Sequence[str] = (),
+                   env: Mapping[str, str] | None = None) -> LoadedSpec:
+    """load_spec for a spec given as a mapping (the Python API): the same reading (${VAR}, units, values typed
+    as the schema says), relative paths from `base_dir`, problems named by field path (no file, no line)."""
+    try:
+        text = yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
+    except yaml.YAMLError as exc:
+        raise SpecError([Problem((), f"the spec holds a value YAML cannot write: {exc}")]) from None
+    data_, smap, problems = _read_text(text, "<dict>", overrides, env, positions=False)
+    return _validated(data_, smap, problems, Path(base_dir).resolve())
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
+
+from smtrain import exit_codes
+from smtrain.errors import UserError
 
 Path_ = tuple[str | int, ...]
 
@@ -56,10 +60,11 @@ class Problem:
 
 
 @dataclass
-class SpecError(Exception):
-    """One or more problems that make a spec unusable (exit code 2)."""
+class SpecError(UserError):
+    """One or more problems that make a spec unusable (exit code 2): `problems` as data, each with its place."""
 
     problems: list[Problem] = field(default_factory=list)
+    code: ClassVar[int] = exit_codes.USAGE
 
     def __str__(self) -> str:
         return "\n".join(p.render() for p in self.problems)

@@ -1,4 +1,4 @@
-"""`smtrain init`: a starting job spec for a script the user already has, as commented YAML text.
+"""`smtrain init`: a starting job spec for a script (or a notebook) the user already has, as commented YAML text.
 
 What the script says is read with ast (script_args.py), never by running it: the options its argparse
 declares become `hyperparameters:` with their literal defaults, the channels it reads (`SM_CHANNEL_X`,
@@ -6,7 +6,8 @@ declares become `hyperparameters:` with their literal defaults, the channels it 
 one node, the unchanged script wrapped in the strategy smtrain picks; what the script imports and reads
 (script_reads.py) changes that where it must: a Horovod script gets a horovod job on the last image with
 Horovod, unwrapped; a script that reads TF_CONFIG gets 2 nodes of multi_worker_mirrored (only those set it).
-Placeholders (role, bucket) are marked; the command validates the text it wrote.
+Placeholders (role, bucket) are marked; the command validates the text it wrote. A notebook (train.ipynb) is read
+as the script made from its code cells (notebook.py) and becomes the entry point as it is.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import yaml
 
 from smtrain.spec import patterns
 from smtrain.spec.fields import is_line
-from smtrain.spec.python_file import read_python, walk
+from smtrain.spec.notebook import is_notebook, read_code
+from smtrain.spec.python_file import walk
 from smtrain.spec.script_args import MISSING, ScriptArgs, script_args
 from smtrain.spec.script_reads import ScriptReads, script_reads
 
@@ -79,7 +81,7 @@ def read_script(path: Path) -> ScriptFacts:
     """What init learns from the script; nothing (and why) where it cannot be read: a syntax error, or a
     file too large or too deeply nested to read (python_file.py)."""
     try:
-        read = read_python(path)
+        read = read_code(path)  # a notebook: the script made from its code cells
     except OSError as exc:
         return ScriptFacts(parse_error=f"cannot read it: {exc.strerror or exc}")
     if read.syntax_error is not None:
@@ -203,7 +205,8 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
     out += [
         "code:",
         _line(f"  source_dir: {_scalar(source_dir)}", "your code, relative to this file: shipped with the job"),
-        _line(f"  entry_point: {_scalar(script.name)}", "the script SageMaker runs, in source_dir"),
+        _line(f"  entry_point: {_scalar(script.name)}", "the notebook whose code cells the job runs, in source_dir"
+              if is_notebook(script.name) else "the script SageMaker runs, in source_dir"),
     ]
     if (script.parent / REQUIREMENTS).is_file():
         out.append(_line(f"  requirements: {REQUIREMENTS}", "pip-installed in the container before the script runs"))

@@ -71,8 +71,11 @@ UNREADABLE = _Unreadable()
 class SourceMap:
     """Where each field path of a loaded document sits in its source."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, positions: bool = True) -> None:
         self.source = source
+        # False for a spec given as a Python dict (smtrain.load): its problems are named by field path alone,
+        # since the lines of the YAML it was read through are no one's.
+        self.positions = positions
         self.keys: dict[Path_, tuple[int, int]] = {}
         self.values: dict[Path_, tuple[int, int]] = {}
         self.raw: dict[Path_, str] = {}  # the text of plain scalars, before typing
@@ -82,13 +85,15 @@ class SourceMap:
         # that take the number (a field taken as written keeps the text, and is fine).
         self.surprises: dict[Path_, str] = {}
 
-    def locate(self, path: Path_, *, at_key: bool = False) -> Location:
-        """The closest recorded position for `path`, walking up to its parents."""
+    def locate(self, path: Path_, *, at_key: bool = False) -> Location | None:
+        """The closest recorded position for `path`, walking up to its parents (None: a spec without positions)."""
         table = self.keys if at_key else self.values
         probe = tuple(path)
         for set_path, text in self.overridden.items():
             if probe[: len(set_path)] == set_path:
                 return Location(f"--set {text}")
+        if not self.positions:
+            return None
         while True:
             if probe in table:
                 return Location(self.source, *table[probe])
@@ -124,7 +129,8 @@ class _Walker:
     def problem(self, path: Path_, message: str, node: yaml.Node, *, drops_value: bool = True) -> _Unreadable:
         """Record a problem at `node`; a value that cannot be read is left out (and so is any other
         problem at its path: "required field is missing" would only repeat it)."""
-        self.problems.append(Problem(path, message, Location(self.smap.source, *_mark(node))))
+        where = Location(self.smap.source, *_mark(node)) if self.smap.positions else None  # a mapping: its path
+        self.problems.append(Problem(path, message, where))
         if drops_value:
             self.smap.unreadable.add(path)
         return UNREADABLE
@@ -334,13 +340,14 @@ def _syntax_error(exc: yaml.YAMLError, text: str, source: str) -> SpecError:
     return SpecError([Problem((), f"YAML syntax error: {what}", where)])
 
 
-def load_yaml(text: str, source: str, env: Mapping[str, str]) -> tuple[dict[str, Any], SourceMap, list[Problem]]:
+def load_yaml(text: str, source: str, env: Mapping[str, str], *,
+              positions: bool = True) -> tuple[dict[str, Any], SourceMap, list[Problem]]:
     """Parse one YAML document into a mapping, with the problems of single values found on the way.
 
     Raise SpecError for a file that cannot be read as a spec at all: a syntax error, an empty file,
     a top level that is not a mapping, or one beyond the caps.
     """
-    smap = SourceMap(source)
+    smap = SourceMap(source, positions=positions)
     bad = _NOT_PRINTABLE.search(text)
     if bad:
         raise SpecError([Problem((), f"character U+{ord(bad.group()):04X} (a control character) is not allowed in "

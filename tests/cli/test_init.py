@@ -143,10 +143,10 @@ def test_init_says_why_a_spec_cannot_run_the_script(tmp_path: Path) -> None:
 def test_init_refuses_what_is_not_a_python_script(tmp_path: Path) -> None:
     missing = smtrain("init", str(tmp_path / "nope.py"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
-    notebook = tmp_path / "train.ipynb"
-    notebook.write_text("{}")
-    proc = smtrain("init", str(notebook))
-    assert proc.returncode == 2 and "not a Python script (.py)" in proc.stderr
+    other = tmp_path / "train.R"  # a notebook (.ipynb) is taken: tests/spec/test_notebook.py
+    other.write_text("x <- 1\n")
+    proc = smtrain("init", str(other))
+    assert proc.returncode == 2 and "not a Python script (.py) or notebook (.ipynb)" in proc.stderr
     assert not (tmp_path / "job.yaml").exists()
     folder = smtrain("init", str(tmp_path))
     assert folder.returncode == 2 and "not a file" in folder.stderr

@@ -220,7 +220,7 @@ def test_stop(aws: MotoServer, tmp_path):
 
 
 def test_jobs_of_the_local_backend_are_found_first(monkeypatch):
-    import smtrain.cli.backends as backends
+    import smtrain.api.backends as backends
 
     local_job = JobInfo(name="local-1", backend="local", status="Completed")
 

@@ -12,6 +12,8 @@ Map:
                        smddp, parameter server; a guard process ends a worker whose MultiWorkerMirrored
                        peers never join
     script.py          runs the user's file as __main__ (argv, sys.path) and trims tracebacks to it
+    notebook_lines.py  a notebook's script (train_ipynb.py from train.ipynb): its lines named by cell and line,
+                       read from its own marker comments, in tracebacks, the failure reason and file:line messages
     launcher.py        the program: set-up, the script, exit status and the failure file; smtrain's lines
                        start lines of their own after a progress bar (contract/log.py tracks stdout)
     patches.py         installs every patch on each Keras found (Keras 2 and 3)

@@ -9,6 +9,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
+from . import notebook_lines
+
 # Keras's own default for array inputs when batch_size is left out.
 KERAS_DEFAULT_BATCH = 32
 
@@ -25,9 +27,13 @@ def bind(original: Callable[..., Any], model: Any, args: Sequence[Any], kwargs: 
 
 
 def caller_location(depth: int, script_dir: str) -> str:
-    """`file:line` of the frame `depth` levels above the caller; relative to the script's directory."""
+    """`file:line` of the frame `depth` levels above the caller; relative to the script's directory (a notebook's
+    script: `train.ipynb, cell 3, line 2`)."""
     frame = sys._getframe(depth + 1)
     filename = frame.f_code.co_filename
+    in_notebook = notebook_lines.where(filename, frame.f_lineno)  # a notebook's script: its cell and line
+    if in_notebook is not None:
+        return in_notebook
     if filename.startswith(script_dir + os.sep):
         filename = os.path.relpath(filename, script_dir)
     return f"{filename}:{frame.f_lineno}"

@@ -18,7 +18,7 @@ from ..contract import container, failure, known_failures
 from ..contract.errors import TrainingFailure
 from ..contract.log import say, track_lines
 from ..distribute.choice import DEFAULT, MWMS
-from . import script, settings, strategy
+from . import notebook_lines, script, settings, strategy
 from .context import WrapContext
 
 
@@ -68,6 +68,9 @@ def _script_failed(exc: BaseException, ctx: WrapContext) -> int:
     if known is not None:
         return _fail(known.reason, known.exit_code)
     reason = f"{type(exc).__name__}: {exc}"
+    cell = notebook_lines.innermost(exc.__traceback__, ctx.settings.script)
+    if cell is not None:  # the job's FailureReason names the notebook's cell, as the traceback does
+        reason += f" (at {cell})"
     if "Mixing different tf.distribute.Strategy objects" in reason:
         reason += (f" (the script builds a strategy of its own, but the wrap already runs it under {ctx.kind}: "
                    "leave the strategy to the wrap, or turn code.wrap off)")

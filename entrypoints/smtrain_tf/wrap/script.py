@@ -8,6 +8,8 @@ import sys
 import traceback
 from typing import List, Sequence
 
+from . import notebook_lines
+
 
 def run(path: str, args: Sequence[str], keep_importable: str) -> None:
     """Run `path` as __main__ with sys.argv = [path, *args]; the working directory is left alone.
@@ -27,8 +29,10 @@ def run(path: str, args: Sequence[str], keep_importable: str) -> None:
 
 
 def user_traceback(exc: BaseException, path: str) -> List[str]:
-    """The traceback from the script's own first frame on: what `python script.py` would have shown."""
+    """The traceback from the script's own first frame on: what `python script.py` would have shown (for a
+    notebook's script, the notebook's cell and line in its frames)."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != path:
         tb = tb.tb_next
-    return traceback.format_exception(type(exc), exc, tb if tb is not None else exc.__traceback__)
+    lines = traceback.format_exception(type(exc), exc, tb if tb is not None else exc.__traceback__)
+    return notebook_lines.traceback_lines(lines, path)  # a notebook's script: its frames by cell and line

@@ -1,7 +1,7 @@
 """Backends that turn a resolved plan into a training job: one module per backend.
 
 Each backend imports its heavy dependencies lazily, so importing this package stays cheap.
-The lifecycle commands (status, logs, wait, stop) find a job's backend with :func:`backend_for_job`
+Job.attach and the lifecycle commands (status, logs, wait, stop) find a job's backend with :func:`backend_for_job`
 (SageMaker's takes tuning job names too: smtrain.sagemaker.tuning_jobs).
 """
 
@@ -31,7 +31,7 @@ def sagemaker_backend(region: str | None, *, with_tuning: bool = False) -> Any:
     with_tuning: one that takes a tuning job's name too (its `.tuning` lists tuning jobs)."""
     region = region or default_region()
     if not region:
-        raise UserError("no AWS region: pass --region, or set AWS_REGION or a region in ~/.aws/config",
+        raise UserError("no AWS region: pass --region (region= in Python), or set AWS_REGION or a region in ~/.aws/config",
                         exit_codes.USAGE)
     if with_tuning:
         from smtrain.sagemaker.tuning_jobs import SageMakerJobsBackend

@@ -1,0 +1,90 @@
+"""A job's metrics per epoch: the rows (one per epoch, one column per metric) the CLI's table and the API's
+Metrics share, and Metrics itself: rows that `pandas.DataFrame(...)` takes as they are, a table in Jupyter and
+a plot of loss and metrics per epoch with matplotlib when it is installed (imported only then)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from smtrain import exit_codes
+from smtrain.api.display import grid_table
+from smtrain.errors import UserError
+from smtrain.jobs import JobMetrics
+from smtrain.redact import mask_text
+
+
+@dataclass(frozen=True)
+class EpochRow:
+    epoch: int
+    timestamp: dt.datetime | None  # the latest of the epoch's points
+    values: dict[str, float]  # metric name -> value; a metric the epoch has no value of is absent
+
+
+def columns(metrics: JobMetrics) -> list[str]:
+    return [s.name for s in metrics.series]
+
+
+def rows(metrics: JobMetrics) -> list[EpochRow]:
+    values: dict[int, dict[str, float]] = {}
+    stamps: dict[int, dt.datetime] = {}
+    for series in metrics.series:
+        for point in series.points:
+            values.setdefault(point.epoch, {})[series.name] = point.value
+            if point.timestamp is not None and (point.epoch not in stamps or point.timestamp > stamps[point.epoch]):
+                stamps[point.epoch] = point.timestamp
+    return [EpochRow(epoch, stamps.get(epoch), values[epoch]) for epoch in sorted(values)]
+
+
+def heading(name: str) -> str:
+    """A column's name as Keras logs it (loss, val_accuracy) rather than the metric definition's."""
+    prefix, _, rest = name.partition(":")
+    return {"train": rest, "validation": f"val_{rest}"}.get(prefix, name) if rest else name
+
+
+class Metrics(list):  # type: ignore[type-arg]
+    """A job's metrics: one dict per epoch, {"epoch": 1, "loss": 0.31, "accuracy": 0.9, "val_loss": ...,
+    "time": datetime}; an epoch without a value of some metric has None there. `pandas.DataFrame(metrics)`
+    takes it as it is. `.job` is the JobInfo read with them, `.host` the host whose log or series they are."""
+
+    def __init__(self, metrics: JobMetrics) -> None:
+        names = columns(metrics)
+        super().__init__({"epoch": r.epoch, **{heading(n): r.values.get(n) for n in names}, "time": r.timestamp}
+                         for r in rows(metrics))
+        self.job = metrics.job
+        self.host = metrics.host
+        self.source = metrics.source
+        self.names = [heading(n) for n in names]
+        self.final = {heading(k): v for k, v in metrics.final.items()}
+
+    def __repr__(self) -> str:
+        return mask_text(f"<Metrics of {self.job.name}: {len(self)} epochs of {', '.join(self.names) or 'no metric'}>")
+
+    def _repr_html_(self) -> str:
+        return grid_table(["epoch", *self.names], ([r["epoch"], *(r[n] for n in self.names)] for r in self),
+                          title=f"{self.job.name} ({self.job.status}), {self.host}")
+
+    def plot(self, ax: Any = None) -> Any:
+        """Loss, and each other metric, per epoch (validation dashed), with matplotlib: the Axes drawn on
+        (a new figure's, else `ax`). UserError when matplotlib is not installed."""
+        try:
+            import matplotlib.pyplot as plt  # only here: smtrain does not depend on it
+        except ImportError:
+            raise UserError("plotting needs matplotlib: pip install matplotlib (or `smtrain metrics JOB --plot` "
+                            "in a terminal)", exit_codes.USAGE) from None
+        if ax is None:
+            _, ax = plt.subplots()
+        epochs = [r["epoch"] for r in self]
+        for name in self.names:
+            if name in ("epoch", "learning_rate", "examples_per_sec"):
+                continue
+            points = [(e, r[name]) for e, r in zip(epochs, self, strict=True) if r[name] is not None]
+            if points:
+                xs, ys = [e for e, _ in points], [v for _, v in points]
+                ax.plot(xs, ys, linestyle="--" if name.startswith("val_") else "-", marker="o", label=name)
+        ax.set_xlabel("epoch")
+        ax.set_title(self.job.name)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
+        return ax
