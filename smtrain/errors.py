@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from smtrain import exit_codes
+from smtrain.redact import mask_text
 
 
 class UserError(Exception):
@@ -27,6 +28,14 @@ class UserError(Exception):
     def __init__(self, message: str, code: int = exit_codes.API) -> None:
         super().__init__(message)
         self.code = code
+
+    def __str__(self) -> str:
+        # Shown by whoever prints it (a notebook's traceback too): a secret in the message is masked.
+        return mask_text(super().__str__())
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of the traceback: the message is for a person, smtrain's frames are not.
+        return [f"{type(self).__name__}: {line}" for line in str(self).splitlines() or [""]]
 
 
 class AwsError(UserError):

@@ -62,5 +62,5 @@ def backend_for_job(name: str, region: str | None) -> Backend:
             # Someone who only runs jobs here asked for one that does not exist: say that, not
             # "pass --region". Exit 4, as for any unknown job.
             raise UserError(f"no local job named {name} (and no AWS region to look for a SageMaker job "
-                            "of that name: pass --region, or set AWS_REGION)", exit_codes.API)
+                            "of that name: pass --region (region= in Python), or set AWS_REGION)", exit_codes.API)
     return sagemaker_backend(region, with_tuning=True)  # a tuning job's name works too

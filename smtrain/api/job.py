@@ -4,7 +4,7 @@ finds it by name (Job.attach): its status, a wait, its logs and metrics, a stop,
 from __future__ import annotations
 
 import os
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,12 +13,15 @@ from smtrain.api.backends import backend_for_job
 from smtrain.api.display import fields_table
 from smtrain.api.metrics import Metrics
 from smtrain.api.waiting import wait_for
-from smtrain.jobs import Backend, EventFiles, JobCost, JobInfo, exit_code_for, poll_interval
+from smtrain.jobs import Backend, EventFiles, JobCost, JobInfo, exit_code_for
 from smtrain.redact import StreamMasker, mask_text
 
 if TYPE_CHECKING:
     from smtrain.api.live import LiveView
     from smtrain.plan.catalog import Catalog
+
+
+LAST_LINES_SECONDS = 30.0  # how long a wait that has seen the end still reads the job's last log lines
 
 
 class Job:
@@ -29,11 +32,13 @@ class Job:
     """
 
     def __init__(self, name: str, backend: Backend, *, region: str | None = None,
-                 info: JobInfo | None = None, submitted: Any = None) -> None:
+                 info: JobInfo | None = None, submitted: Any = None, warnings: list[str] | None = None) -> None:
         self.name = name
         self.backend = backend
         self.region = region
         self.submitted = submitted  # what submit sent (smtrain.sagemaker.submit.Submitted), when it came from there
+        # What the CLI would have said before sending it (the plan's, the bundle's and the code's warnings).
+        self.warnings = list(warnings or [])
         self._info = info
 
     @classmethod
@@ -80,34 +85,32 @@ class Job:
         """Stay until the job ends; its last JobInfo (a Failed job is returned, not raised: see `.exit_code`).
         WaitTimeout after `timeout` seconds, the job left running.
 
-        `show` (default: in Jupyter) draws a live view in the cell: the status and, with no timeout, the
-        job's epoch lines and latest log line as they come (its logs followed), updated in place."""
+        `show` (default: in Jupyter) draws a live view in the cell: the status, read at each poll, and a training
+        job's epoch lines and latest log line as they come, updated in place."""
         from smtrain.api.live import LiveView, in_notebook
 
-        view = LiveView(self.name) if (show if show is not None else in_notebook()) else None
+        view = LiveView(self.name, self.warnings) if (show if show is not None else in_notebook()) else None
+        lines = None
+        if view is not None and not hasattr(self.info, "tuning"):  # a tuning job's logs are its trials'
+            lines = threading.Thread(target=self._lines_into, args=(view,), daemon=True)
+            lines.start()
         try:
-            if view is not None and timeout is None:
-                self._info = self._follow_into(view)
-            else:
-                self._info = wait_for(self.backend, self.name, timeout=timeout,
-                                      on_change=view.status if view is not None else lambda job: None)
+            self._info = wait_for(self.backend, self.name, timeout=timeout,
+                                  on_change=view.status if view is not None else lambda job: None)
         finally:
+            if lines is not None:
+                lines.join(LAST_LINES_SECONDS)  # the lines the job wrote last, read after it ended
             if view is not None:
                 view.close(self._info)
         return self._info
 
-    def _follow_into(self, view: LiveView) -> JobInfo:
-        """The job's log lines into `view` until it ends, its status read again at most once a poll interval."""
-        from smtrain.api.waiting import WAIT_POLL_DEFAULT
-
-        interval, checked = poll_interval(WAIT_POLL_DEFAULT), time.monotonic()
-        view.status(self.describe())
-        for line in self.logs(follow=True):
-            view.write(line + "\n")
-            if time.monotonic() - checked >= interval:
-                checked = time.monotonic()
-                view.status(self.describe())
-        return self.describe()
+    def _lines_into(self, view: LiveView) -> None:
+        """The job's log lines into `view` until it ends (a thread of wait's: the poll stays with the status)."""
+        try:
+            for line in self.logs(follow=True):
+                view.write(line + "\n")
+        except Exception as exc:  # the view says it; the wait goes on with the status alone
+            view.write(f"(its log could not be read: {exc})\n")
 
     def logs(self, follow: bool = False) -> Iterator[str]:
         """The job's log lines, every host merged by time, each as `algo-1: message`, secrets masked. With

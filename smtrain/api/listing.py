@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from smtrain import exit_codes
+from smtrain.errors import UserError
 from smtrain.jobs import JobInfo
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ def list_jobs(*, status: str | None = None, name_contains: str | None = None, si
     from smtrain.api.backends import local_backend, sagemaker_backend
 
     if tuning and (local or cost):
-        raise ValueError("tuning lists SageMaker tuning jobs: not with local or cost")
+        raise UserError("tuning lists SageMaker tuning jobs: not with local or cost", exit_codes.USAGE)
     backend = local_backend() if local else sagemaker_backend(region, with_tuning=tuning)
     if tuning:
         backend = backend.tuning  # smtrain.sagemaker.tuning_jobs: ListHyperParameterTuningJobs

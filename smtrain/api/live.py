@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from typing import Any
 
@@ -31,45 +32,55 @@ def in_notebook() -> bool:
 class LiveView:
     """A file-like sink for a job's output lines and a status setter, drawn into one display area."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, warnings: list[str] | None = None, state: str = "starting") -> None:
         from IPython.display import HTML, display  # only in a notebook kernel, where IPython is
 
         self._html = HTML
         self.name = name
-        self.state = "starting"
+        self.warnings = list(warnings or [])  # the plan's and the code's, as the CLI prints them before a run
+        self.state = state
         self.epochs: list[str] = []
         self.latest = ""
         self._partial = ""
         self._drawn = 0.0
+        self._lock = threading.Lock()  # Job.wait writes log lines from a thread while it polls the status
         self._handle: Any = display(HTML(self._render()), display_id=True)
 
     def status(self, job: JobInfo) -> None:
-        self.state = job.status + (f" ({job.secondary_status})" if job.secondary_status else "")
-        self._draw(force=True)
+        with self._lock:
+            self.state = job.status + (f" ({job.secondary_status})" if job.secondary_status else "")
+            self._draw(force=True)
 
     def write(self, text: str) -> int:
-        self._partial += text
-        *complete, self._partial = re.split(r"[\r\n]", self._partial)
-        for line in complete:
-            if EPOCH_LINE.search(line):
-                self.epochs = [*self.epochs, line][-KEPT_EPOCHS:]
-            elif line.strip():
-                self.latest = line
-        self._draw()
+        with self._lock:
+            self._partial += text
+            *complete, self._partial = re.split(r"[\r\n]", self._partial)
+            for line in complete:
+                if EPOCH_LINE.search(line):
+                    self.epochs = [*self.epochs, line][-KEPT_EPOCHS:]
+                elif line.strip():
+                    self.latest = line
+            self._draw()
         return len(text)
 
     def flush(self) -> None:
-        self._draw(force=True)
+        with self._lock:
+            self._draw(force=True)
 
-    def close(self, job: JobInfo | None = None) -> None:
-        if job is not None:
-            self.state = job.status + (f": {job.failure_reason}" if job.failure_reason else "")
-        self.latest = ""
-        self._draw(force=True)
+    def close(self, job: JobInfo | None = None, state: str | None = None) -> None:
+        """The last state: the job's (its failure reason when it failed), else `state` (an interrupt, a refusal);
+        the latest line stays (a run's last words: where the model went, or what failed)."""
+        with self._lock:
+            if job is not None:
+                self.state = job.status + (f": {job.failure_reason}" if job.failure_reason else "")
+            elif state is not None:
+                self.state = state
+            self._draw(force=True)
 
     def _render(self) -> str:
         body = lines_block([*self.epochs, *([self.latest] if self.latest else [])]) if self.epochs or self.latest else ""
-        return f"<div><strong>{cell(self.name)}</strong>: {cell(mask_text(self.state))}{body}</div>"
+        warned = "".join(f"<div>warning: {cell(w)}</div>" for w in self.warnings)
+        return f"<div><strong>{cell(self.name)}</strong>: {cell(mask_text(self.state))}{warned}{body}</div>"
 
     def _draw(self, force: bool = False) -> None:
         now = time.monotonic()

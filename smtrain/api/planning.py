@@ -71,7 +71,8 @@ class Planned:
     def _repr_html_(self) -> str:
         s = self.summary()
         batch, lr, cost = s["batch"], s["learning_rate"], s["cost_usd"]
-        rows = [("instance", f"{s['nodes']} x {s['instance']['type']} ({s['gpus_per_node']} GPUs each)"),
+        gpus = s["gpus_per_node"]
+        rows = [("instance", f"{s['nodes']} x {s['instance']['type']} ({gpus} GPU{'s' if gpus != 1 else ''} each)"),
                 ("why", s["instance"]["reason"]),
                 ("strategy", f"{s['strategy']['name']} ({s['strategy']['reason']})"),
                 ("replicas", s["replicas"])]

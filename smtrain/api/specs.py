@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,15 +14,13 @@ SpecSource = Union[str, "os.PathLike[str]", Mapping[str, Any], "LoadedSpec"]
 Overrides = Mapping[str, Any] | Sequence[str] | None
 
 
-def override_texts(overrides: Overrides) -> tuple[str, ...]:
-    """Overrides as `--set` texts: {"compute.nodes": 2} -> ("compute.nodes=2",); "FIELD=VALUE" strings as they are.
-
-    A value that is not text is written as JSON (a list or mapping, true, 4), which --set reads the same way."""
+def override_texts(overrides: Overrides) -> tuple[str | tuple[str, Any], ...]:
+    """Overrides as the spec reader takes them: "FIELD=VALUE" strings as --set gives them (VALUE read as --set
+    reads it), and a mapping's items as (field, value) pairs whose values are taken as they are."""
     if overrides is None:
         return ()
     if isinstance(overrides, Mapping):
-        return tuple(f"{key}={value if isinstance(value, str) else json.dumps(value)}"
-                     for key, value in overrides.items())
+        return tuple(overrides.items())
     if isinstance(overrides, str):
         return (overrides,)
     return tuple(overrides)

@@ -13,7 +13,7 @@ from smtrain.api.code_checks import bundle_refused_as_spec_problem, refuse_findi
 from smtrain.api.job import Job
 from smtrain.api.planning import Planned
 from smtrain.api.specs import Overrides, SpecSource, override_texts
-from smtrain.api.submitting import check_quota_before_sending, planned
+from smtrain.api.submitting import advisories, check_quota_before_sending, planned
 from smtrain.errors import UserError
 
 if TYPE_CHECKING:
@@ -29,11 +29,12 @@ def _tuning_plan(found: Planned) -> TuningPlan:
     return found.tuning
 
 
-def _check_name(value: str | None) -> None:
+def check_tuning_name(value: str | None, given_as: str = "job_name") -> None:
+    """A tuning job's name within its rules (32 characters); SpecError-like UserError (exit 2) if not."""
     if value is not None:
         from smtrain.sagemaker.create import TUNING
 
-        TUNING.check_name(value, given_as="job_name")
+        TUNING.check_name(value, given_as=given_as)
 
 
 def tune_dry_run(spec: SpecSource | Planned, overrides: Overrides = None, *, job_name: str | None = None,
@@ -41,34 +42,36 @@ def tune_dry_run(spec: SpecSource | Planned, overrides: Overrides = None, *, job
     """The exact CreateHyperParameterTuningJob request, offline (as `smtrain tune --dry-run`)."""
     from smtrain.sagemaker import tuning as tuning_backend
 
-    _check_name(job_name)
+    check_tuning_name(job_name)
     found = planned(spec, overrides, catalog)
     tp = _tuning_plan(found)
     refuse_findings(found.findings, strict=False)  # every trial would fail at an error's line
     refuse_local_places(found.plan, "tune --local")
     with bundle_refused_as_spec_problem(found.loaded):
-        return tuning_backend.dry_run(tp, job_name)
+        return {**tuning_backend.dry_run(tp, job_name), "warnings": advisories(found)}
 
 
 def tune(spec: SpecSource | Planned, overrides: Overrides = None, *, wait: bool = False,
          timeout: float | None = None, job_name: str | None = None, quota_check: bool = True,
-         progress: bool = False, show: bool | None = None,
+         progress: bool = False, show: bool | None = None, on_quota: Callable[[Any], None] = lambda report: None,
          catalog: Catalog | str | os.PathLike[str] | None = None) -> Job:
     """Create the SageMaker tuning job of the spec's `tuning:` section; its Job (status, wait, stop and logs
-    take a tuning job's name as they take a training job's). For trials here, see tune_here."""
+    take a tuning job's name as they take a training job's). The quota check is submit's, for the trials that
+    run at once. For trials here, see tune_here."""
     from smtrain.api.backends import sagemaker_backend
     from smtrain.sagemaker import tuning as tuning_backend
 
-    _check_name(job_name)
+    check_tuning_name(job_name)
     found = planned(spec, overrides, catalog)
     tp = _tuning_plan(found)
     refuse_findings(found.findings, strict=False)
     refuse_local_places(found.plan, "tune --local")
     with bundle_refused_as_spec_problem(found.loaded):
         if quota_check:  # the trials that run at once must fit
-            check_quota_before_sending(tp.parallel_trials())
+            check_quota_before_sending(tp.parallel_trials(), on_quota)
         sent = tuning_backend.tune(tp, job_name, progress=progress)
-    job = Job(sent.job_name, sagemaker_backend(sent.region, with_tuning=True), region=sent.region, submitted=sent)
+    job = Job(sent.job_name, sagemaker_backend(sent.region, with_tuning=True), region=sent.region, submitted=sent,
+              warnings=advisories(found))
     if wait:
         job.wait(timeout, show=show)
     return job
@@ -89,9 +92,10 @@ def tune_here(spec: str | os.PathLike[str], overrides: Overrides = None, *, job_
 
     if isinstance(spec, Mapping) or not isinstance(spec, (str, os.PathLike)):
         raise TypeError("tune_here re-reads the spec for each trial: pass the spec's file")
-    _check_name(job_name)
+    check_tuning_name(job_name)
     found = planned(spec, overrides, catalog)
     tp = _tuning_plan(found)
+    refuse_findings(found.findings, strict=False)  # every trial would fail at an error's line
     name = job_name or new_tuning_job_name(found.loaded.spec.name)  # trial names then fit a job name
     tuning = prepare(tp, name=name, seed=(found.loaded.spec.training.seed or 0) if seed is None else seed)
     for note in tuning.notes:

@@ -4,7 +4,7 @@ the `validate` command reports them; a stage that needs what an earlier one coul
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,7 @@ from smtrain.api.code_checks import check_code
 from smtrain.api.display import fields_table
 from smtrain.api.planning import catalog_of
 from smtrain.api.specs import Overrides, override_texts
+from smtrain.redact import mask_text
 from smtrain.spec.problems import SpecError
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ class Validation:
         """No problem, no preflight error, and a plan: the spec can be sent (or run here)."""
         return not self.problems and not any(f.is_error for f in self.findings) and self.plan is not None
 
+    def __repr__(self) -> str:  # short, and masked: a notebook shows it
+        found = f"{len(self.problems)} problems, {len(self.warnings)} warnings, {len(self.findings)} findings"
+        return mask_text(f"<Validation {'valid' if self.valid else 'not valid'}: {found}>")
+
     def _repr_html_(self) -> str:
         rows = [("problem", p.render()) for p in self.problems] + [("warning", w.render()) for w in self.warnings]
         rows += [("preflight", f.render()) for f in self.findings] + [("note", n) for n in self.skipped]
@@ -43,9 +48,11 @@ class Validation:
 
 
 def validate(spec: str | os.PathLike[str], overrides: Overrides = None, env: Mapping[str, str] | None = None, *,
-             catalog: Catalog | str | os.PathLike[str] | None = None) -> Validation:
+             catalog: Catalog | str | os.PathLike[str] | Callable[[], Catalog] | None = None) -> Validation:
     """Run every check that can run on a spec file (no AWS, no TensorFlow; a code.git remote is not fetched),
-    so that one run reports every problem. Raises SpecError only for a file that cannot be read as a spec."""
+    so that one run reports every problem. Raises SpecError only for a file that cannot be read as a spec.
+    `catalog` may be a function that gives it: called only once the spec was read (a bad catalog file then
+    hides none of the spec's problems)."""
     from smtrain.render.checked_plan import checked_plan_with_problems
     from smtrain.render.tuning_limits import checked_tuning_plan
     from smtrain.spec.model import read_spec
@@ -66,7 +73,8 @@ def validate(spec: str | os.PathLike[str], overrides: Overrides = None, env: Map
         found.skipped.append(f"the plan's and the code's checks did not run: they would judge a value you did not "
                              f"write in place of {fields}")
         return found
-    plan, plan_problems = checked_plan_with_problems(loaded, catalog_of(catalog), fetch_code=False)
+    found_catalog = catalog() if callable(catalog) else catalog_of(catalog)
+    plan, plan_problems = checked_plan_with_problems(loaded, found_catalog, fetch_code=False)
     found.problems += _new_fields(found, plan_problems)
     if plan is None:
         found.skipped.append("the code's checks (bundle, preflight scan) did not run: no plan could be made")

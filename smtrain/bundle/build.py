@@ -39,7 +39,7 @@ special files and source files over 10 MB, with the .smtrainignore lines that le
 Ignore rules (source dir only), strongest first:
 
 1. always left out: ``.git``, ``.hg``, ``.svn``, ``__pycache__``, tool caches
-   (``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``), ``*.pyc``/``*.pyo``, virtual
+   (``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``), Jupyter's ``.ipynb_checkpoints``, ``*.pyc``/``*.pyo``, virtual
    environments (a directory named ``.venv``/``venv`` or holding ``pyvenv.cfg`` or
    ``conda-meta``), ``.smtrainignore`` files, and smtrain's own outputs and records (own_places.py:
    a directory holding its marker, and those named in ``leave_out``: SMTRAIN_HOME and a local

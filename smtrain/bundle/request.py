@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -51,10 +51,12 @@ def check_bundle(plan: Plan) -> PlannedBundle:
     """The files of this job's bundle, every refusal and warning of a build, nothing packed (validate, plan)."""
     code = plan.spec.code
     source = (plan.base_dir / code.source_dir).resolve() if code.source_dir else None
-    made, program = _notebook_script(plan, source)
+    made, program, left_out = _notebook_script(plan, source)
     planned = plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
                           allow=code.allow_secrets, max_size=code.max_bundle_size, leave_out=own_places(plan),
                           made=made)
+    if left_out:  # said where the bundle's warnings are said: validate, plan, and before a job is sent
+        planned = replace(planned, warnings=(*planned.warnings, *left_out))
     if code.entry_point and source is not None:
         name = PurePosixPath(os.path.normpath(code.entry_point).replace(os.sep, "/")).as_posix()
         if (program or name) not in {f.path for f in planned.files if f.origin == "source"}:
@@ -65,16 +67,25 @@ def check_bundle(plan: Plan) -> PlannedBundle:
     return planned
 
 
-def _notebook_script(plan: Plan, source: Path | None) -> tuple[dict[str, tuple[str, bytes]], str | None]:
-    """A notebook entry point: {its path: (its script's path, the script)} for plan_bundle, and the script's path."""
+def _notebook_script(plan: Plan, source: Path | None
+                     ) -> tuple[dict[str, tuple[str, bytes]], str | None, list[str]]:
+    """A notebook entry point: {its path: (its script's path, the script)} for plan_bundle, the script's path, and
+    a line for each cell left out of the job (one that drives smtrain)."""
     entry = plan.spec.code.entry_point
     if not entry or source is None or not is_notebook(entry):
-        return {}, None
+        return {}, None, []
     try:
         script = notebook_script(source / entry, entry)
     except NotebookError as exc:  # the spec's check names every problem; here, for a plan made without it
         raise BundleError(exc.messages()[0], ("code", "entry_point")) from None
-    return {script.notebook: (script.program, script.data)}, script.program
+    cells: dict[int, list[tuple[int, str]]] = {}
+    for cell, line, why in script.left_out:
+        cells.setdefault(cell, []).append((line, why))
+    left_out = [f"{script.notebook}, cell {cell}, line{'s' if len(found) > 1 else ''} "
+                f"{', '.join(str(line) for line, _ in found)}: left out of the job: {found[0][1]} (what drives "
+                "smtrain runs here, not in the job; a notebook of its own for it silences this)"
+                for cell, found in cells.items()]
+    return {script.notebook: (script.program, script.data)}, script.program, left_out
 
 
 def make_bundle(plan: Plan) -> Bundle:

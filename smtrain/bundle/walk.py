@@ -16,8 +16,11 @@ from smtrain.bundle.model import Origin, PlannedFile
 from smtrain.bundle.own_places import MARKER, is_marked
 from smtrain.bundle.secret_guard import looks_secret
 
+# .ipynb_checkpoints: Jupyter's copies of each notebook as last saved, outputs included (data, a key printed by
+# mistake); they change on every save, so shipping them would change the bundle's sha256 for no code change.
 _ALWAYS_EXCLUDED_NAMES = frozenset(
-    {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", SMTRAINIGNORE}
+    {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ipynb_checkpoints",
+     SMTRAINIGNORE}
 )
 _VENV_DIR_NAMES = frozenset({".venv", "venv"})
 _VENV_MARKERS = ("pyvenv.cfg", "conda-meta")

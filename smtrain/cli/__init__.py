@@ -5,7 +5,7 @@
     options.py   the arguments and options several commands take (SPEC, --set, --strict, --timeout, --region, -o)
     guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback)
     render.py    text for people, JSON/YAML with stable keys for pipelines
-    costs.py     what jobs cost in `status` and `list --cost`: pricing the jobs shown, and their text
+    costs.py     what jobs cost in `status` and `list --cost`, as text (the pricing is the library's)
     quota_check.py  the Service Quotas check of `submit` and `plan --check`: its lines, exit 5 when nothing fits
     capacity_lines.py  plan's and the dry run's lines for compute.prefer's choices, capacity, retries, keys
     follow.py    what Ctrl-C leaves behind while a command stays with a job

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -19,9 +19,6 @@ from smtrain.errors import UserError
 from smtrain.jobs import JOB_STATUSES, exit_code_for
 from smtrain.redact import mask_text
 from smtrain.spec.units import parse_since, parse_size
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.group(cls=ClosedOutputGroup,
@@ -58,7 +55,8 @@ def validate(spec_file: str, overrides: tuple[str, ...], strict: bool, output: s
     from smtrain.cli.render import dump, echo_problems, problem_dict, valid_text
     from smtrain.render.request_limits import local_only_problems
 
-    checked = validate_spec(spec_file, steps.every_override(overrides), catalog=steps.catalog(click.get_current_context()))
+    ctx = click.get_current_context()
+    checked = validate_spec(spec_file, steps.every_override(overrides), catalog=lambda: steps.catalog(ctx))
     problems, plan, findings = checked.problems, checked.plan, checked.findings
     errors = [f for f in findings if f.is_error]
     if problems or errors or plan is None:
@@ -104,7 +102,7 @@ def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, 
     """Show every decision: instance and why, replicas, batch and LR maths, per-host launch, cost."""
     from smtrain.cli.render import dump, plan_text
 
-    found = steps.planned(spec_file, overrides)
+    found = steps.plan_spec(spec_file, overrides)
     result, tuning, findings = found.plan, found.tuning, found.findings
     quotas = None
     if check:  # the only part of plan that goes online
@@ -175,7 +173,7 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
     if not local_ and (replicas_per_host or python_ or verbose):
         raise click.UsageError("--replicas-per-host, --python and --verbose apply to --local runs")
-    found = steps.planned(spec_file, overrides)
+    found = steps.plan_spec(spec_file, overrides)
     steps.show_checks(found, output)
     findings = found.findings
     if output == "text" or ((strict or any(f.is_error for f in findings)) and findings):  # else in the JSON
@@ -197,13 +195,12 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
         else:
             dump({**rendered, "preflight": preflight}, output)
         return
+    from smtrain.cli.quota_check import show_before_submit
     from smtrain.sagemaker.upload import want_progress_bar
 
-    if not no_quota_check:  # before anything is uploaded; exit 5 when no choice fits
-        from smtrain.cli.quota_check import check_before_submit
-
-        check_before_submit(found.plan)
-    job = api.submit(found, job_name=job_name, quota_check=False, progress=want_progress_bar(output), show=False)
+    # The library's order: the spec's places, the quota check (exit 5 when no choice fits), the upload.
+    job = api.submit(found, job_name=job_name, quota_check=not no_quota_check, on_quota=show_before_submit,
+                     progress=want_progress_bar(output), show=False)
     _report_submitted(job.submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
 
 
@@ -513,7 +510,7 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
     from smtrain.aws import default_region
     from smtrain.cli.render import dump
     from smtrain.spec import patterns
-    from smtrain.spec.starter import hyperparameters, read_script, starter_text
+    from smtrain.spec.starter import hyperparameters, notebook_refusal, read_script, starter_text
 
     if not script.is_file():
         raise UserError(f"{script}: no such file" if not script.exists() else f"{script}: not a file",
@@ -521,6 +518,9 @@ def init(script: Path | None, spec_file: Path | None, force: bool, example: str 
     if script.suffix not in (".py", ".ipynb"):
         raise UserError(f"{script}: not a Python script (.py) or notebook (.ipynb): smtrain init reads a script's "
                         "argparse options", exit_codes.USAGE)
+    refusal = notebook_refusal(script, _shown(script))  # before anything is written: a rerun needs no --force
+    if refusal is not None:
+        raise UserError(refusal, exit_codes.USAGE)
     target = spec_file if spec_file is not None else script.parent / "job.yaml"
     if (target.exists() or target.is_symlink()) and not force:
         raise UserError(f"{target} exists: pass --force to replace it, or name another file "

@@ -56,11 +56,12 @@ def demo_data_command(name: str) -> str | None:
 
 
 def _sources(name: str) -> list[Path]:
-    """The example's spec, then every file under the code.source_dir it names (relative to the spec)."""
+    """The example's spec, the notebook that drives it when there is one (configs/local-demo.ipynb), then every
+    file under the code.source_dir it names (relative to the spec)."""
     spec = EXAMPLES / f"{name}.yaml"
     data = yaml.safe_load(spec.read_text(encoding="utf-8")) or {}
     source_dir = (data.get("code") or {}).get("source_dir")
-    files = [spec]
+    files = [spec, *[p for p in [EXAMPLES / f"{name}.ipynb"] if p.is_file()]]
     if source_dir:
         root = (EXAMPLES / source_dir).resolve()
         files += sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)

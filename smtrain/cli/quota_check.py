@@ -1,5 +1,5 @@
-"""The Service Quotas check of `submit` (before the upload) and `plan --check`: lines, and exit 5 when
-no choice of the plan fits (smtrain.sagemaker.quotas does the asking)."""
+"""The Service Quotas check of `submit` and `tune` (before the upload) and `plan --check`, for people: its lines,
+and exit 5 when no choice of the plan fits (smtrain.api.submitting asks)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 
 def check_quotas(plan: Plan) -> QuotaCheck:
-    from smtrain.api.submitting import check_quota_before_sending  # boto3: only when a check is asked for
+    from smtrain.api.submitting import check_quotas as ask  # boto3: only when a check is asked for
 
-    return check_quota_before_sending(plan, refuse=False)
+    return ask(plan)
 
 
 def refuse_if_none_fits(report: QuotaCheck) -> None:
@@ -30,11 +30,13 @@ def refuse_if_none_fits(report: QuotaCheck) -> None:
         raise UserError(report.refusal(), exit_codes.QUOTA)
 
 
-def check_before_submit(plan: Plan) -> None:
-    """submit's check, before anything is uploaded (smtrain.api's): silent when every choice fits; else each
-    choice's line (which fit, what could not be told) on stderr, or the refusal."""
-    report = check_quotas(plan)
-    refuse_if_none_fits(report)
-    if report.notes or any(f.fits is not True for f in report.fits):
+def show_before_submit(report: QuotaCheck) -> None:
+    """submit's and tune's check, before anything is uploaded (the library refuses after this): silent when
+    every choice fits; else each choice's line (which fit, what could not be told) on stderr, or, when none
+    fits, what could not be checked."""
+    if report.refused:
+        for note in report.notes:
+            click.echo(mask_text(f"note: {note}"), err=True)
+    elif report.notes or any(f.fits is not True for f in report.fits):
         for line in report.lines():
             click.echo(mask_text(line), err=True)

@@ -49,7 +49,7 @@ def load(spec_file: str, overrides: tuple[str, ...]) -> LoadedSpec:
     return load_spec(spec_file, every_override(overrides))
 
 
-def planned(spec_file: str, overrides: tuple[str, ...]) -> Planned:
+def plan_spec(spec_file: str, overrides: tuple[str, ...]) -> Planned:
     """smtrain.api.plan for the command's spec, with every --set and the group's catalog."""
     from smtrain.api.planning import plan
 

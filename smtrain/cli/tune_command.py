@@ -15,17 +15,11 @@ from typing import Any
 import click
 
 from smtrain import exit_codes
+from smtrain.api.tuning import check_tuning_name
 from smtrain.cli import steps
 from smtrain.cli.guard import guard
 from smtrain.cli.options import output_option, set_option, spec_argument, timeout_option
 from smtrain.errors import UserError
-
-
-def _check_tuning_name(value: str | None) -> None:
-    if value is not None:
-        from smtrain.sagemaker.create import TUNING
-
-        TUNING.check_name(value, given_as="--job-name")
 
 
 @click.command()
@@ -62,7 +56,7 @@ def tune(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: st
     if seed is not None and not local_:
         raise click.UsageError("--seed applies to --local runs (SageMaker's search seeds itself)")
     seconds = steps.parse_timeout(timeout)
-    _check_tuning_name(job_name)
+    check_tuning_name(job_name, given_as="--job-name")
     loaded = steps.load(spec_file, overrides)
     if loaded.spec.tuning is None:
         raise UserError(f"{spec_file} has no tuning: section: add one (README, \"Hyperparameter tuning\"), or run "
@@ -91,13 +85,12 @@ def tune(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: st
         else:
             dump({**rendered, "preflight": preflight}, output)
         return
+    from smtrain.cli.quota_check import show_before_submit
     from smtrain.sagemaker.upload import want_progress_bar
 
-    if not no_quota_check:  # as submit's, before the upload: the trials that run at once must fit
-        from smtrain.cli.quota_check import check_before_submit
-
-        check_before_submit(found.tuning.parallel_trials())
-    job = api.tune(found, job_name=job_name, quota_check=False, progress=want_progress_bar(output), show=False)
+    # As submit's: the spec's places, then the quota check of the trials that run at once, then the upload.
+    job = api.tune(found, job_name=job_name, quota_check=not no_quota_check, on_quota=show_before_submit,
+                   progress=want_progress_bar(output), show=False)
     _report(job.submitted, output, wait=wait_, timeout=seconds, preflight=preflight)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from smtrain import exit_codes
-from smtrain.errors import UserError
+from smtrain.errors import AwsError, UserError
 from smtrain.spec.local_uri import local_path
 
 
@@ -82,7 +82,7 @@ def download_s3(uri: str, target: Path, region: str | None) -> Path:
                 s3.download_file(bucket, key, str(destination))
                 count += 1
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
-        raise UserError(f"could not download {uri}: {exc}", exit_codes.API) from exc
+        raise AwsError(f"could not download {uri}: {exc}", exit_codes.API) from exc
     if count == 0:
         raise UserError(f"{uri}: no objects under this prefix", exit_codes.USAGE)
     return target

@@ -16,6 +16,7 @@ from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
 from smtrain.plan.instance_choice import explicit_instance, instance_gpu_summary, select_instance, tensorflow_warning
 from smtrain.plan.job_places import TENSORBOARD_LOCAL_PATH, job_name_template, tensorboard_files_uri, tensorboard_s3_path
 from smtrain.plan.tf_image_choice import TfChoice, choose_image, for_distribution
+from smtrain.redact import mask_text
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.problems import Problem, SpecError
 from smtrain.spec.yaml_source import SourceMap
@@ -113,6 +114,10 @@ class Plan:
         s3_path = tensorboard_s3_path(self.spec)
         return {"container_path": TENSORBOARD_LOCAL_PATH, "s3_output_path": s3_path,
                 "event_files": tensorboard_files_uri(s3_path, job_name_template(self.spec.name)) if s3_path else None}
+
+    def __repr__(self) -> str:  # short, and masked: a notebook shows it (the fields hold the spec's secrets)
+        return mask_text(f"<Plan {self.spec.name}: {self.nodes} x {self.instance.name}, {self.strategy}, "
+                         f"{self.replicas} replicas>")
 
     def summary(self) -> dict[str, Any]:
         """The plan as stable, documented keys (`smtrain plan --output json`)."""

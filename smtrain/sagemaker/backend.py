@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session, error_code, is_not_found
-from smtrain.errors import UserError
+from smtrain.errors import AwsError
 from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
 from smtrain.redact import StreamMasker, remember
 
@@ -215,7 +215,7 @@ class SageMakerBackend:
         """DescribeTrainingJob's answer; an unknown job is a UserError (exit 4)."""
         d = self._description(name)
         if d is None:
-            raise UserError(f"no training job named {name} in {self.region} (check the name, or --region)",
+            raise AwsError(f"no training job named {name} in {self.region} (check the name, or --region)",
                             exit_codes.API)
         return d
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.aws import THROTTLING_CODES, error_code, http_status, is_not_found
-from smtrain.errors import UserError
+from smtrain.errors import AwsError
 from smtrain.spec.patterns import JOB_NAME, TUNING_JOB_NAME, Pattern, check_job_name
 
 MAX_THROTTLED_ATTEMPTS = 8
@@ -118,7 +118,7 @@ def create_training_job(create_client: Any, describe_client: Any, request: dict[
             try:
                 arn = job_arn(describe_client, name, kind)
             except Exception:
-                raise UserError(
+                raise AwsError(
                     f"{kind.operation} for {name} failed ambiguously ({type(exc).__name__}) and the job could "
                     f"not be looked up: run `smtrain status {name}` before submitting again", exit_codes.API,
                 ) from exc

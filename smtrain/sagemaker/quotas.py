@@ -24,7 +24,7 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.aws import boto_session, explain, is_not_found
-from smtrain.errors import UserError
+from smtrain.errors import AwsError
 from smtrain.plan.build import Plan
 from smtrain.redact import mask_text
 from smtrain.sagemaker.backend import console_domain
@@ -235,7 +235,7 @@ def _unanswered(exc: BaseException, action: str) -> str:
     if isinstance(exc, (bx.NoCredentialsError, bx.PartialCredentialsError, bx.ProfileNotFound, bx.TokenRetrievalError,
                         bx.SSOTokenLoadError, bx.UnauthorizedSSOTokenError, bx.CredentialRetrievalError,
                         bx.NoAuthTokenError)):
-        raise UserError(mask_text(line), exit_codes.API) from exc
+        raise AwsError(mask_text(line), exit_codes.API) from exc
     return line
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.bundle.request import Request, make_request
-from smtrain.errors import UserError
+from smtrain.errors import AwsError
 from smtrain.jobs import reattach_command
 from smtrain.plan.build import Plan
 from smtrain.render.request_limits import request_problems
@@ -110,7 +110,7 @@ def upload_and_create(request: Request, body: dict[str, Any], kind: JobKind, *,
     sagemaker = boto.client("sagemaker")
     with api_errors(f"check that the {kind.noun} name {name} is free"):
         if job_arn(sagemaker, name, kind) is not None:
-            raise UserError(f"a {kind.noun} named {name} already exists in {region}: pick another --job-name",
+            raise AwsError(f"a {kind.noun} named {name} already exists in {region}: pick another --job-name",
                             exit_codes.API)
     with api_errors(f"upload the source bundle to {request.source_uri}"):
         uploaded = upload_bundle(boto.client("s3"), request.bundle, request.source_uri, progress=progress)

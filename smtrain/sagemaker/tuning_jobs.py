@@ -19,7 +19,7 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.aws import api_errors, is_not_found
-from smtrain.errors import UserError
+from smtrain.errors import AwsError, UserError
 from smtrain.jobs import EventFiles, JobInfo, LogEvent
 from smtrain.sagemaker.backend import SageMakerBackend, console_url, listed, newest_first
 
@@ -144,7 +144,7 @@ class SageMakerTuningBackend:
     def description(self, name: str) -> dict[str, Any]:
         d = self._description(name)
         if d is None:
-            raise UserError(f"no tuning job named {name} in {self.region} (check the name, or --region)",
+            raise AwsError(f"no tuning job named {name} in {self.region} (check the name, or --region)",
                             exit_codes.API)
         return d
 

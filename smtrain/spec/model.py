@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from smtrain.aws import default_region
-from smtrain.redact import remember
+from smtrain.redact import mask_text, remember
 from smtrain.spec import patterns
 from smtrain.spec.capacity import capacity_problems
 from smtrain.spec.fields import (
@@ -257,6 +257,9 @@ class LoadedSpec:
 
     def problem(self, path: Path_, message: str) -> Problem:
         return Problem(path, message, self.source.locate(path))
+
+    def __repr__(self) -> str:  # short, and masked: a notebook shows it
+        return mask_text(f"<LoadedSpec {self.spec.name} from {self.source.source}>")
 
 
 def _normalise(data: dict[str, Any]) -> None:
@@ -513,21 +516,41 @@ def _override_value(text: str) -> Any:
     return text
 
 
-def apply_overrides(data: dict[str, Any], smap: SourceMap, overrides: Sequence[str]) -> list[Problem]:
+# An override: `--set`'s text "FIELD=VALUE", or (the Python API's) a field and its value as Python gives it.
+Override = str | tuple[str, Any]
+
+
+def apply_overrides(data: dict[str, Any], smap: SourceMap, overrides: Sequence[Override]) -> list[Problem]:
     problems = []
-    for expr in overrides:
-        key, sep, value = expr.partition("=")
+    for item in overrides:
+        if isinstance(item, str):
+            key, sep, text = item.partition("=")
+            value, shown = _override_value(text), f"--set {item}"
+        else:  # a value given as it is: a string stays a string ("null" too), a list a list
+            key, value = item
+            sep, shown = "=", f"overrides[{key!r}] = {value!r}"
+            value = plain(value)
         path = tuple(p for p in key.strip().split("."))
         if not sep or not all(path):
-            problems.append(Problem((), f"--set {expr!r}: write FIELD.PATH=VALUE, such as compute.nodes=4"))
+            problems.append(Problem((), f"--set {item!r}: write FIELD.PATH=VALUE, such as compute.nodes=4"))
             continue
         if path[0] == "inputs" and len(path) == 2:
-            value_ = _override_value(value)
-            _set_path(data, path, {"uri": value_} if isinstance(value_, str) else value_)
+            _set_path(data, path, {"uri": value} if isinstance(value, str) else value)
         else:
-            _set_path(data, path, _override_value(value))
-        smap.overridden[path] = expr
+            _set_path(data, path, value)
+        smap.overridden[path] = shown
     return problems
+
+
+def plain(value: Any) -> Any:
+    """A Python value as YAML would have read it: mappings as dicts, tuples as lists, paths as text."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
 
 
 def _remember_secrets(data: object) -> None:
@@ -537,12 +560,12 @@ def _remember_secrets(data: object) -> None:
         remember(data.get(section) if isinstance(data, dict) else None)
 
 
-def _read_data(file: Path, overrides: Sequence[str], env: Mapping[str, str] | None
+def _read_data(file: Path, overrides: Sequence[Override], env: Mapping[str, str] | None
                ) -> tuple[Any, SourceMap, list[Problem]]:
     return _read_text(read_spec_text(file), str(file), overrides, env)
 
 
-def _read_text(text: str, source: str, overrides: Sequence[str], env: Mapping[str, str] | None,
+def _read_text(text: str, source: str, overrides: Sequence[Override], env: Mapping[str, str] | None,
                *, positions: bool = True) -> tuple[Any, SourceMap, list[Problem]]:
     data, smap, problems = load_yaml(text, source, os.environ if env is None else env, positions=positions)
     _remember_secrets(data)
@@ -570,7 +593,7 @@ def _surprising_numbers(data: Any, smap: SourceMap) -> list[Problem]:
     return found
 
 
-def load_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
+def load_spec(path: str | os.PathLike[str], overrides: Sequence[Override] = (),
               env: Mapping[str, str] | None = None) -> LoadedSpec:
     """Read, interpolate, override and validate a job spec; raise SpecError listing every problem."""
     file = Path(path)
@@ -590,12 +613,12 @@ def _validated(data: Any, smap: SourceMap, problems: list[Problem], base_dir: Pa
     return loaded
 
 
-def load_spec_data(data: Mapping[str, Any], base_dir: Path, overrides: Sequence[str] = (),
+def load_spec_data(data: Mapping[str, Any], base_dir: Path, overrides: Sequence[Override] = (),
                    env: Mapping[str, str] | None = None) -> LoadedSpec:
     """load_spec for a spec given as a mapping (the Python API): the same reading (${VAR}, units, values typed
     as the schema says), relative paths from `base_dir`, problems named by field path (no file, no line)."""
     try:
-        text = yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
+        text = yaml.safe_dump(plain(data), sort_keys=False, allow_unicode=True)
     except yaml.YAMLError as exc:
         raise SpecError([Problem((), f"the spec holds a value YAML cannot write: {exc}")]) from None
     data_, smap, problems = _read_text(text, "<dict>", overrides, env, positions=False)
@@ -635,7 +658,7 @@ def _drop(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(path)
 
 
-def read_spec(path: str | os.PathLike[str], overrides: Sequence[str] = (),
+def read_spec(path: str | os.PathLike[str], overrides: Sequence[Override] = (),
               env: Mapping[str, str] | None = None) -> SpecReading:
     """load_spec for `validate`: every problem it can find, and a Spec for the checks that follow where
     one can be made (SpecReading). A file that cannot be read at all raises SpecError, as in load_spec."""

@@ -1,14 +1,14 @@
 """A Jupyter notebook as the script a job runs (`code.entry_point: train.ipynb`): read with nbformat, turned into
 one Python script deterministically, every problem named by the notebook's cell and the line in it.
 
-The script (NotebookScript.text): a header of comments (and the few helpers below, only those it uses), then
-each code cell in order after a marker line `# %% train.ipynb cell N`. N counts every cell of the notebook from 1,
-markdown and raw ones too, as a person scrolling the notebook counts them (Jupyter shows no numbers of its own:
-an execution count changes with every run). Markdown and raw cells, outputs, execution counts and metadata never
-reach the script, so re-running the notebook changes neither the script nor the bundle's sha256. Every line of
-a cell stays one line of the script (a magic becomes the one line of Python it stands for, or a comment), so a
-script line is its cell's line by subtraction; the wrap reads the markers back in the container
-(entrypoints/smtrain_tf/wrap/notebook_lines.py) without a side file.
+The script (NotebookScript.text): a header of comments (then the notebook's leading future imports and the few
+helpers below, only those it uses), then each code cell in order after a marker line `# %% train.ipynb cell N`. N
+counts every cell of the notebook from 1, markdown and raw ones too, as a person scrolling the notebook counts them
+(Jupyter shows no numbers of its own: an execution count changes with every run). Markdown and raw cells, outputs,
+execution counts and metadata never reach the script, so re-running the notebook changes neither the script nor the
+bundle's sha256. Every line of a cell stays one line of the script (a magic becomes the one line of Python it
+stands for, or a comment), so a script line is its cell's line by subtraction; the wrap reads the markers back in
+the container (entrypoints/smtrain_tf/wrap/notebook_lines.py) without a side file.
 
 IPython's escapes, where IPython sees them (at the start of a logical line, so never inside a string):
 
@@ -17,17 +17,30 @@ IPython's escapes, where IPython sees them (at the start of a logical line, so n
 - `%time stmt` and `%timeit stmt` run stmt once; a %%time, %%timeit or %%capture cell runs its body;
 - `%env NAME=value` sets os.environ; `%cd dir` changes directory (a job starts in its code directory, the
   notebook's when it sits at the root of source_dir: the relative paths the notebook used keep their meaning);
-- `!cmd` (and %%bash, %%sh cells) run through the shell, unchecked, as IPython runs them; %%writefile writes;
+- `!cmd` (and %%bash, %%sh cells) run through the shell, unchecked, as IPython runs them (its escapes `$$x`,
+  `{{`, `}}` undone where IPython undoes them); %%writefile writes;
 - refused, at their cell and line, with the fix: !pip / %pip / !conda / %conda (a job's packages come from
   code.requirements), `x = !cmd` and `x = %magic` (nothing is captured), a Python value put into a command
   (`{var}`, `$var` naming one of the notebook's names), get_ipython(), any other magic ("unknown magic %foo"),
   and a syntax error.
+
+Python code that Jupyter runs cell by cell but a script cannot hold is refused too: each cell is compiled
+(not only parsed) as the script will be, so top-level `await` (Jupyter's event loop is not there in a script),
+`return` or `yield` is named at its cell and line. `from __future__ import ...` before any other code of the
+notebook (the first code cell's first lines) moves to the top of the script, where Python takes it, and applies
+to every cell after it as in Jupyter; its lines in the cell become comments. A future import after other code
+is refused: in a script it could not apply to the cells before it.
+
+A notebook is often its own launcher: a statement that imports smtrain, runs `!smtrain`, or reads a name only such
+statements made (`job.metrics()` after `job = smtrain.submit(...)`) becomes comments in the script, line for
+line, and the bundle's warnings name each (smtrain is not in the job's image, and a job must not launch itself).
 
 A notebook that is not JSON, that nbformat's schema refuses, or whose kernel is not Python is refused whole.
 `display(...)` without an import of its own gets a stand-in that prints (a job has no notebook to show in).
 """
 
 from __future__ import annotations
+import __future__  # the flags a moved future import sets for the cells after it
 
 import ast
 import builtins
@@ -37,6 +50,7 @@ import posixpath
 import re
 import shlex
 import stat
+import string
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -144,6 +158,8 @@ class NotebookScript:
     program: str  # the script's path in the bundle (train_ipynb.py)
     text: str
     starts: tuple[tuple[int, int], ...]  # (script line of a cell's marker, cell number), in order
+    # Statements left out of the job because they drive smtrain (launch or follow jobs): (cell, line, why).
+    left_out: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def data(self) -> bytes:
@@ -344,7 +360,7 @@ class _Cell:
             out[first + 1:] = [f"# {line}" for line in body]
             return False
         if name == "writefile":
-            words = self._words(args, first + 1, head)
+            words = self._words(_as_ipython_passes(args), first + 1, head)
             append = bool(words) and words[0] in ("-a", "--append")
             paths = words[1:] if append else words
             if words is not None and len(paths) == 1 and not paths[0].startswith("-"):
@@ -405,7 +421,7 @@ class _Cell:
             return f"{indent}pass  # {text}" if indent else f"# {text}"
         self.helpers.add("shell")
         self.expanded.append(_Expanded(self.number, number, command, "this shell line"))
-        return f"{indent}_smtrain_shell({command!r})"
+        return f"{indent}_smtrain_shell({_as_ipython_passes(command)!r})"
 
     def _magic(self, text: str, indent: str, number: int, dropped: str) -> str:
         match = re.match(r"%(\w+)\s*(.*)$", text)
@@ -423,13 +439,14 @@ class _Cell:
             self._packages(text, packager, number)
             return dropped
         if name == "env":
-            var, sep, value = args.partition("=") if "=" in args else args.partition(" ")
+            passed = _as_ipython_passes(args)
+            var, sep, value = passed.partition("=") if "=" in passed else passed.partition(" ")
             if not sep or not var.strip():
                 return dropped  # `%env` or `%env NAME` shows values
             self.expanded.append(_Expanded(self.number, number, args, "%env"))
             return f"{indent}__import__('os').environ[{var.strip()!r}] = {value.strip()!r}"
         if name == "cd":
-            words = self._words(args, number, text)
+            words = self._words(_as_ipython_passes(args), number, text)
             words = [w for w in words or () if w != "-q"] if words is not None else None
             if words is not None and (len(words) != 1 or words[0].startswith("-")):
                 self.problem(number, f"{_shown(text)}: write %cd DIRECTORY (the bookmarks and history of IPython's "
@@ -467,6 +484,34 @@ class _Cell:
                              f"requirements file code.requirements names: put {what} in it (for example "
                              "requirements.txt in source_dir, with `requirements: requirements.txt` under code:) "
                              "and remove this line")
+
+
+# IPython's own `$name` (its DollarFormatter's pattern: `$$name` is its escape for a literal `$name`; nothing
+# between an odd number of single quotes after it).
+_IPYTHON_DOLLAR = re.compile(r"(.*?)\$(\$?[\w.]+)(?=([^']*'[^']*')*[^']*$)")
+
+
+def _as_ipython_passes(text: str) -> str:
+    """The command IPython hands on when no Python value goes into it (one that would is refused: _expansion):
+    its escapes undone (`$$x` -> `$x`, `{{` -> `{`, `}}` -> `}`) where it has nothing else to fill; as written
+    where it has a `{...}` or `$name` it cannot fill (`$HOME`, awk's `{print}`), since IPython then leaves the
+    whole line as written."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError:
+        return text  # an unmatched brace: IPython's formatting fails, the line goes as written
+    out = []
+    for literal, field, _spec, _conversion in parts:
+        if field is not None:
+            return text
+        done = 0
+        for match in _IPYTHON_DOLLAR.finditer(literal):
+            if not match.group(2).startswith("$"):
+                return text
+            out.append(match.group(1) + match.group(2))
+            done = match.end()
+        out.append(literal[done:])
+    return "".join(out)
 
 
 def _shown(text: str, limit: int = 80) -> str:
@@ -529,6 +574,108 @@ def _lines_using(tree: ast.Module, name: str, bound: set[str]) -> list[int]:
                    and isinstance(n.ctx, ast.Load)})
 
 
+def _is_future(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__" and not node.level
+
+
+def _leading_futures(tree: ast.Module) -> list[ast.stmt]:
+    """The future imports Python takes at the start of this cell's text: after a docstring, before other code."""
+    body = tree.body
+    start = int(bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str))
+    found = []
+    for node in body[start:]:
+        if not _is_future(node):
+            break
+        found.append(node)
+    return found
+
+
+def _future_names(node: ast.stmt) -> str:
+    assert isinstance(node, ast.ImportFrom)
+    return ", ".join(alias.name for alias in node.names)
+
+
+def _compile_problem(cell: _Cell, text: str, flags: int) -> NotebookProblem | None:
+    """What Python's compiler refuses in the cell that its parser took (top-level await, return, yield...)."""
+    try:
+        compile(text, f"cell {cell.number}", "exec", flags=flags, dont_inherit=True)
+        return None
+    except SyntaxError as exc:
+        line = min(max(exc.lineno or 1, 1), max(len(cell.lines), 1))
+        message = f"syntax error: {exc.msg or exc}"
+        if (exc.msg or "").startswith("from __future__ imports"):
+            message = None  # named by _futures, at every such line
+        elif "outside function" in (exc.msg or "") or "outside of an asynchronous" in (exc.msg or "") \
+                or "outside async function" in (exc.msg or ""):
+            try:
+                compile(text, f"cell {cell.number}", "exec", flags=flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                        dont_inherit=True)
+                awaits = True
+            except SyntaxError:
+                awaits = False
+            if awaits:
+                message = ("await (or async for, async with) outside a function: Jupyter runs it in its kernel's "
+                           "event loop, which is not there when a job runs the notebook as a script; put the code "
+                           "in an `async def main():` and run it with asyncio.run(main())")
+            else:
+                message += " (a job runs the notebook's cells as one script: at its top level Python refuses it)"
+    except (ValueError, RecursionError, MemoryError):
+        return None  # what the parse let through: a NUL byte is its problem, depth the preflight scan's
+    return NotebookProblem(cell.number, line, message) if message else None
+
+
+@dataclass
+class _Futures:
+    """`from __future__` imports through the cells: the lines moved to the script's top, the flags they set for
+    the cells after them, whether code came before (no future import can follow it)."""
+
+    lines: list[str]
+    flags: int = 0
+    code_before: bool = False
+    first_cell: int | None = None  # the first code cell with Python in it: where a future import belongs
+
+    def take(self, cell: _Cell, lines: list[str], tree: ast.Module, problems: list[NotebookProblem]) -> None:
+        """Check the cell (compiled as the script will run it); move its leading future imports to the top."""
+        if self.first_cell is None:
+            self.first_cell = cell.number
+        text = "\n".join(lines) + "\n"
+        found = _compile_problem(cell, text, self.flags)
+        if found is not None:
+            problems.append(found)
+        moved = [] if self.code_before else _leading_futures(tree)
+        shared = [node for node in moved if any(
+            other is not node and other.lineno <= (node.end_lineno or node.lineno)
+            and (other.end_lineno or other.lineno) >= node.lineno for other in tree.body)]
+        for node in shared:
+            cell.problem(node.lineno, f"from __future__ import {_future_names(node)}: put it on a line of its own "
+                                      "(smtrain moves it to the top of the script, away from the rest of the line)")
+        moved = [] if shared else moved
+        for node in _all_futures(tree):
+            if node not in moved and node not in shared:
+                where = f" (cell {self.first_cell})" if self.first_cell != cell.number else ""
+                cell.problem(node.lineno, f"from __future__ import {_future_names(node)} after other code: Python "
+                                          "takes a future import only at the start of a file, and a job runs the "
+                                          "notebook's cells as one script; put it at the top of the notebook's "
+                                          f"first code cell{where}, before any other code")
+        if found is None and moved:
+            self.lines.append(f"# from cell {cell.number}: Python takes a __future__ import only at the start of a "
+                              "file")
+            for node in moved:
+                first, end = node.lineno, node.end_lineno or node.lineno
+                self.lines += lines[first - 1:end]
+                lines[first - 1:end] = [f"# {line}" for line in lines[first - 1:end]]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    feature = getattr(__future__, alias.name, None)
+                    self.flags |= getattr(feature, "compiler_flag", 0)
+        if any(node not in moved for node in tree.body):
+            self.code_before = True
+
+
+def _all_futures(tree: ast.Module) -> list[ast.stmt]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and _is_future(node)]
+
+
 def make_script(data: bytes, entry_point: str) -> NotebookScript:
     """The script of the notebook `data` (the file named `entry_point` in the code directory); NotebookError
     naming every problem (at most _MAX_PROBLEMS) at its cell and line."""
@@ -542,16 +689,22 @@ def make_script(data: bytes, entry_point: str) -> NotebookScript:
     helpers: set[str] = set()
     converted: list[tuple[_Cell, list[str]]] = []
     trees: list[tuple[_Cell, ast.Module]] = []
+    futures = _Futures([])
     for number, cell in enumerate(nb.cells, start=1):
         if cell.get("cell_type") != "code":
             continue
         one = _Cell(number, _source(cell), problems, expanded, helpers)
         lines = one.convert()
         converted.append((one, lines))
+        tree = None
         if one.python:  # a refused line is a comment or `pass` now: the rest still parses
             tree = _parse_cell(one, "\n".join(lines) + "\n", problems)
             if tree is not None:
                 trees.append((one, tree))
+                futures.take(one, lines, tree, problems)
+        if tree is None and one.dropped_as is None and any(
+                line.strip() and not line.lstrip().startswith("#") for line in lines):
+            futures.code_before = True  # a shell cell's call, %%writefile's: code a future import cannot follow
     bound = _bound_names([tree for _, tree in trees])
     for item in expanded:
         found = _expansion(item.text, bound)
@@ -563,20 +716,97 @@ def make_script(data: bytes, entry_point: str) -> NotebookScript:
         for line in _lines_using(tree, "get_ipython", bound):
             problems.append(NotebookProblem(one.number, line, "get_ipython() exists only inside Jupyter; a job runs "
                                             "the notebook as a Python script: write the Python the call stands for"))
+    left_out = _leave_out_launching(converted, {one.number: tree for one, tree in trees}, problems)
     if problems:
         problems.sort(key=lambda p: (p.cell or 0, p.line or 0))
         raise NotebookError(notebook, problems[:_MAX_PROBLEMS])
     if any(_lines_using(tree, "display", bound) for _, tree in trees):
         helpers.add("display")
-    return _assemble(notebook, program, converted, helpers)
+    script = _assemble(notebook, program, converted, helpers, futures.lines, tuple(left_out))
+    try:  # each cell compiled above; this is the script as the job's Python will compile it, whole
+        compile(script.text, program, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        found = script.locate(exc.lineno or 0)
+        raise NotebookError(notebook, [NotebookProblem(found[0] if found else None, found[1] if found else None,
+                                                       f"syntax error in the script made from it: {exc.msg}")]
+                            ) from None
+    except (ValueError, RecursionError, MemoryError):
+        pass  # a NUL byte was refused at its cell; depth is the preflight scan's to say
+    return script
 
 
-def _assemble(notebook: str, program: str, converted: list[tuple[_Cell, list[str]]], helpers: set[str]
-              ) -> NotebookScript:
+_SMTRAIN_COMMAND = re.compile(r"^\s*!\s*smtrain\b")
+LEFT_OUT = "# smtrain: left out of the job: "
+
+
+def _smtrain_import(node: ast.stmt) -> bool | None:
+    """True for `import smtrain` / `from smtrain[.x] import ...` (smtrain_tf, the helper a job's code may import,
+    is another package); None for an import of smtrain beside other modules; False otherwise."""
+    if isinstance(node, ast.Import):
+        ours = [a.name == "smtrain" or a.name.startswith("smtrain.") for a in node.names]
+        return True if all(ours) else None if any(ours) else False
+    return isinstance(node, ast.ImportFrom) and not node.level and bool(node.module) and (
+        node.module == "smtrain" or str(node.module).startswith("smtrain."))
+
+
+def _read_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _leave_out_launching(converted: list[tuple[_Cell, list[str]]], trees: dict[int, ast.Module],
+                         problems: list[NotebookProblem]) -> list[tuple[int, int, str]]:
+    """A notebook is often its own launcher (`job = smtrain.submit("job.yaml")` in its last cell); the job runs
+    the training, and must not launch itself (smtrain is not in the image). Each top-level statement that imports
+    smtrain, runs `!smtrain`, or reads a name only such statements made (`job.metrics()`) becomes comments, line
+    for line; (cell, line, why) for each. A line that holds such a statement and another is refused."""
+    found: list[tuple[int, int, str]] = []
+    theirs: set[str] = set()  # names the left-out statements bind that no kept statement bound since
+    for one, lines in converted:
+        tree = trees.get(one.number)
+        if tree is None:
+            continue
+        kept_lines: set[int] = set()
+        out: list[tuple[int, int, str]] = []
+        for node in tree.body:
+            first, last = node.lineno, node.end_lineno or node.lineno
+            imported = _smtrain_import(node)
+            why = None
+            if imported is None:
+                problems.append(NotebookProblem(one.number, first, "import smtrain on a line of its own: the job "
+                                                "leaves out what drives smtrain and keeps the rest"))
+                continue
+            if imported:
+                why = "it imports smtrain"
+            elif any(_SMTRAIN_COMMAND.match(one.lines[n - 1]) for n in range(first, last + 1)
+                     if n - 1 < len(one.lines)):
+                why = "it runs smtrain"
+            elif _read_names(node) & theirs:
+                why = f"it uses {sorted(_read_names(node) & theirs)[0]}, made by what drives smtrain"
+            bound = _bound_names([ast.Module(body=[node], type_ignores=[])])
+            if why is None:
+                theirs -= bound
+                kept_lines.update(range(first, last + 1))
+                continue
+            theirs |= bound
+            out.append((first, last, why))
+        for first, last, why in out:
+            if kept_lines & set(range(first, last + 1)):
+                problems.append(NotebookProblem(one.number, first, f"this line both drives smtrain ({why}) and "
+                                                "trains: put the smtrain call on a line of its own"))
+                continue
+            for n in range(first, last + 1):
+                lines[n - 1] = f"{LEFT_OUT}{lines[n - 1]}" if n == first else f"# {lines[n - 1]}"
+            found.append((one.number, first, why))
+    return found
+
+
+def _assemble(notebook: str, program: str, converted: list[tuple[_Cell, list[str]]], helpers: set[str],
+              futures: list[str], left_out: tuple[tuple[int, int, str], ...] = ()) -> NotebookScript:
     out = [f"{HEADER}{notebook}: its code cells in order, each after a line",
            f"# `{MARKER.format(notebook=notebook, cell='N')}` (N counts every cell from 1); magics and ! lines are "
            "rewritten line for line.",
            "# Edit the notebook, not this file: smtrain makes it again for every job."]
+    out += futures  # before the helpers: Python takes them only before any code
     for name, helper in (("shell", _SHELL_HELPER), ("writefile", _WRITEFILE_HELPER), ("display", _DISPLAY_HELPER)):
         if name in helpers:
             out += ["", *helper.rstrip("\n").split("\n")]
@@ -590,7 +820,7 @@ def _assemble(notebook: str, program: str, converted: list[tuple[_Cell, list[str
         out.append(marker)
         starts.append((len(out), one.number))
         out += lines
-    return NotebookScript(notebook, program, "\n".join(out) + "\n", tuple(starts))
+    return NotebookScript(notebook, program, "\n".join(out) + "\n", tuple(starts), left_out)
 
 
 # --- files ------------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
+from smtrain.redact import mask_text
 
 Path_ = tuple[str | int, ...]
 
@@ -67,4 +68,4 @@ class SpecError(UserError):
     code: ClassVar[int] = exit_codes.USAGE
 
     def __str__(self) -> str:
-        return "\n".join(p.render() for p in self.problems)
+        return mask_text("\n".join(p.render() for p in self.problems))

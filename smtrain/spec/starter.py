@@ -7,7 +7,8 @@ one node, the unchanged script wrapped in the strategy smtrain picks; what the s
 (script_reads.py) changes that where it must: a Horovod script gets a horovod job on the last image with
 Horovod, unwrapped; a script that reads TF_CONFIG gets 2 nodes of multi_worker_mirrored (only those set it).
 Placeholders (role, bucket) are marked; the command validates the text it wrote. A notebook (train.ipynb) is read
-as the script made from its code cells (notebook.py) and becomes the entry point as it is.
+as the script made from its code cells (notebook.py) and becomes the entry point as it is; one that cannot become
+a script is refused before anything is written (notebook_refusal).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yaml
 
 from smtrain.spec import patterns
 from smtrain.spec.fields import is_line
-from smtrain.spec.notebook import is_notebook, read_code
+from smtrain.spec.notebook import NotebookError, is_notebook, notebook_script, read_code
 from smtrain.spec.python_file import walk
 from smtrain.spec.script_args import MISSING, ScriptArgs, script_args
 from smtrain.spec.script_reads import ScriptReads, script_reads
@@ -93,6 +94,23 @@ def read_script(path: Path) -> ScriptFacts:
         return ScriptFacts(script_args(read.tree), _channels(read.tree), reads=script_reads(read.tree))
     except (RecursionError, MemoryError):  # bounded by python_file.MAX_DEPTH; the guard behind it
         return ScriptFacts(parse_error="too deeply nested to read")
+
+
+def notebook_refusal(script: Path, shown: str) -> str | None:
+    """Why the notebook `script` cannot be a job's entry point as it is, every problem at its cell and line (as
+    `validate` names them, the notebook called `shown`); None for a notebook that can, and for a script. init
+    says it before writing anything: a spec written for a notebook that no spec can run would only be in the way
+    of the next `smtrain init` (it would need --force)."""
+    if not is_notebook(script.name):
+        return None
+    try:
+        notebook_script(script)
+    except NotebookError as exc:
+        n = len(exc.problems)
+        return "\n".join([*(p.render(shown) for p in exc.problems),
+                          f"{n} problem{'s' if n != 1 else ''} in {shown}; nothing written: fix the notebook, then "
+                          f"run smtrain init again"])
+    return None
 
 
 def job_name(script: Path) -> str:

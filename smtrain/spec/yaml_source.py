@@ -79,7 +79,7 @@ class SourceMap:
         self.keys: dict[Path_, tuple[int, int]] = {}
         self.values: dict[Path_, tuple[int, int]] = {}
         self.raw: dict[Path_, str] = {}  # the text of plain scalars, before typing
-        self.overridden: dict[Path_, str] = {}  # paths set on the command line: the --set text
+        self.overridden: dict[Path_, str] = {}  # paths set by an override: where, as a problem names it ("--set a=b")
         self.unreadable: set[Path_] = set()  # values left out because of a problem already reported
         # Numbers YAML 1.1 reads as another than a person would (`1:30` is 90): the message, for the fields
         # that take the number (a field taken as written keeps the text, and is fine).
@@ -91,7 +91,7 @@ class SourceMap:
         probe = tuple(path)
         for set_path, text in self.overridden.items():
             if probe[: len(set_path)] == set_path:
-                return Location(f"--set {text}")
+                return Location(text)
         if not self.positions:
             return None
         while True:

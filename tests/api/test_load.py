@@ -32,7 +32,7 @@ def test_a_mapping_with_overrides_as_a_mapping_or_as_set_texts() -> None:
     assert smtrain.load(BASE, {"compute.nodes": 2}).spec.compute.nodes == 2
     assert smtrain.load(BASE, ["compute.nodes=3"]).spec.compute.nodes == 3
     assert smtrain.load(BASE, "compute.nodes=4").spec.compute.nodes == 4
-    # a value that is not text goes through as JSON: a mapping, a list
+    # a value that is not text goes through as it is: a mapping, a list
     tagged = smtrain.load(BASE, {"tags": {"team": "ml", "cost": "x1"}})
     assert tagged.spec.tags == {"team": "ml", "cost": "x1"}
     env = smtrain.load(merged(BASE, {"output": "${OUT}"}), env={"OUT": "s3://my-out/o"})
@@ -65,7 +65,21 @@ def test_a_mapping_s_variable_problem_has_no_line_either() -> None:
 def test_an_override_s_problem_names_the_override() -> None:
     with pytest.raises(smtrain.SpecError) as caught:
         smtrain.load(BASE, {"compute.nodes": "x"})
+    assert str(caught.value) == "overrides['compute.nodes'] = 'x': compute.nodes: 'x' is not a whole number"
+    with pytest.raises(smtrain.SpecError) as caught:
+        smtrain.load(BASE, ["compute.nodes=x"])
     assert str(caught.value) == "--set compute.nodes=x: compute.nodes: 'x' is not a whole number"
+
+
+def test_a_mapping_s_values_are_taken_as_python_gives_them(tmp_path: Path) -> None:
+    # A string stays a string ("null" and "[a, b]" too), a path is its text, a tuple a list: no --set reading.
+    loaded = smtrain.load(BASE, {"environment.MODE": "null", "environment.LIST": "[a, b]",
+                                 "environment.WHERE": tmp_path, "compute.nodes": 2})
+    assert loaded.spec.environment == {"MODE": "null", "LIST": "[a, b]", "WHERE": str(tmp_path)}
+    assert loaded.spec.compute.nodes == 2
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    code = merged(BASE, {"code": {"source_dir": tmp_path, "entry_point": "train.py"}})
+    assert smtrain.load(code).spec.code.source_dir == str(tmp_path)
 
 
 def test_a_bad_file_names_file_line_and_column(tmp_path: Path) -> None:

@@ -108,3 +108,21 @@ def test_a_notebook_left_out_by_the_ignore_rules_is_named(tmp_path: Path) -> Non
     (tmp_path / "src" / ".smtrainignore").write_text("*.ipynb\n")
     with pytest.raises(BundleError, match=r"train\.ipynb is left out of the bundle.*!train\.ipynb"):
         check_bundle(plan)
+
+
+def test_jupyters_checkpoints_never_ship(tmp_path: Path) -> None:
+    """.ipynb_checkpoints holds each notebook as last saved, outputs and all, and changes on every save."""
+    plan = plan_for(tmp_path)
+    before = make_bundle(plan)
+    checkpoints = tmp_path / "src" / ".ipynb_checkpoints"
+    checkpoints.mkdir()
+    saved = new_code_cell(CELLS[0], execution_count=4, outputs=[new_output("stream", name="stdout", text="4\n")])
+    nbformat.write(new_notebook(cells=[saved]), checkpoints / "train-checkpoint.ipynb")
+    nested = tmp_path / "src" / "lib" / ".ipynb_checkpoints"
+    nested.mkdir(parents=True)
+    (nested / "util-checkpoint.py").write_text("y = 2\n")
+    after = make_bundle(plan)
+    assert after.sha256 == before.sha256
+    assert not any(".ipynb_checkpoints" in name for name in archive(after.data))
+    write_notebook(checkpoints / "train-checkpoint.ipynb", outputs=True)  # its outputs hold a key: never read
+    check_bundle(plan)

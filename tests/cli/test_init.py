@@ -175,3 +175,7 @@ def test_init_example_writes_a_tested_config_and_its_code_where_its_paths_work(t
     assert smtrain("init", "--example", "own-script-wrapped", "--force", cwd=tmp_path).returncode == 0
     unknown = smtrain("init", "--example", "nope", cwd=tmp_path)
     assert unknown.returncode == 2 and "local-demo" in unknown.stderr
+    # The demo comes with the notebook that drives it from Python (README "From Python and Jupyter").
+    demo = smtrain("init", "--example", "local-demo", cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    assert (tmp_path / "configs" / "local-demo.ipynb").read_bytes() == (ROOT / "configs" / "local-demo.ipynb").read_bytes()

@@ -52,8 +52,9 @@ def test_the_wheel_holds_the_bundled_entrypoint(installed: Path) -> None:
     assert not any(n.startswith(("tests/", "entrypoints/")) for n in names)
     # Every example spec and the code they run: `smtrain init --example NAME` writes them out.
     examples = {f"smtrain/examples/{p.relative_to(ROOT / 'configs').as_posix()}"
-                for p in (ROOT / "configs").rglob("*") if p.suffix in (".yaml", ".py")}
-    assert examples and examples <= names
+                for p in (ROOT / "configs").rglob("*") if p.suffix in (".yaml", ".py", ".ipynb")}
+    assert examples and examples <= names and "smtrain/examples/local-demo.ipynb" in names
+    assert "smtrain/py.typed" in names  # the library's hints reach users' type checkers (PEP 561)
     # The demo data (python -m smtrain.local.demo_data) needs scikit-learn: the `local` extra brings it.
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     requires = [line for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()

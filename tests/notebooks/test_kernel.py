@@ -12,16 +12,37 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from nbformat.v4 import new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from smtrain.local.backend import LocalBackend
 from smtrain.local.demo_data import write_digits
-from tests.local.test_notebook_entry_point import CELLS as TRAINING_CELLS
 from tests.support import ROOT
 from tests.support.kernel import html, kernel, notebook, printed
 from tests.support.moto_server import BUCKET, MotoServer, aws, live_spec, moto_session  # noqa: F401 (fixtures)
 
 DEMO_NOTEBOOK = ROOT / "configs" / "local-demo.ipynb"
+
+# A training notebook as users write it: their own MirroredStrategy and scope(), fit's progress bar, %matplotlib,
+# a `!` line, markdown between the cells, and a last cell that launches it.
+TRAINING_CELLS = [
+    new_markdown_cell("# Digits\nA small MLP on scikit-learn's digits."),
+    new_code_cell("%matplotlib inline\nimport os\nimport numpy as np\nimport tensorflow as tf\n!echo hi from the shell"),
+    new_code_cell('data = np.load(os.path.join(os.environ["SM_CHANNEL_TRAIN"], "digits.npz"))\n'
+                  'x = data["x"].reshape(len(data["x"]), -1)\ny = data["y"]\nx.shape'),
+    new_markdown_cell("Several GPUs: MirroredStrategy."),
+    new_code_cell("strategy = tf.distribute.MirroredStrategy()\n"
+                  "with strategy.scope():\n"
+                  "    model = tf.keras.Sequential([tf.keras.Input(shape=(64,)),\n"
+                  "                                 tf.keras.layers.Dense(64, activation='relu'),\n"
+                  "                                 tf.keras.layers.Dense(10, activation='softmax')])\n"
+                  "    model.compile(optimizer='adam', loss='sparse_categorical_crossentropy', metrics=['accuracy'])"),
+    new_code_cell("model.fit(x, y, epochs=1, batch_size=32)"),
+    new_code_cell('model.save(os.path.join(os.environ.get("SM_MODEL_DIR", "."), "model.keras"))\nprint("saved")'),
+    # The notebook launches itself too, as notebooks often do: the job leaves this cell out (smtrain is not there).
+    new_markdown_cell("Train it on two hosts:"),
+    new_code_cell("import smtrain\njob = smtrain.submit('job.yaml', local=True)\njob.status()"),
+]
+
 
 
 def _local_env(tmp_path: Path) -> dict[str, str]:
@@ -94,6 +115,7 @@ def test_a_notebook_as_the_wrapped_entry_point_of_two_hosts_saves_one_model(tmp_
         "print(job.status())",
         "with tarfile.open(job.model_uri) as tar:\n    print(sorted(n for n in tar.getnames() if n.endswith('.keras')))",
         "print('\\n'.join(line for line in job.logs() if 'saved' in line))",
+        "print('\\n'.join(line for line in job.logs() if 'shell' in line or 'wrap: train.ipynb' in line))",
     )
     with kernel(nb, tmp_path, env) as run:
         assert printed(run(0)).strip() == "Completed"
@@ -101,6 +123,10 @@ def test_a_notebook_as_the_wrapped_entry_point_of_two_hosts_saves_one_model(tmp_
         # Both hosts ran the notebook to its end; the model is the chief's alone (the other's save went to the
         # wrap's temporary place, removed).
         assert sorted(printed(run(2)).split("\n")[:2]) == ["algo-1: saved", "algo-2: saved"]
+        said = printed(run(3))
+        assert "algo-1: hi from the shell" in said and "algo-2: hi from the shell" in said, said
+        # The wrap names the notebook's cell where the user's own strategy is built, not the made script's line.
+        assert "algo-1: wrap: train.ipynb, cell 5, line 1: tf.distribute.MirroredStrategy() is the wrap's" in said
     other = LocalBackend(Path(env["SMTRAIN_HOME"])).store.job_dir("nb-entry") / "hosts" / "algo-2" / "model"
     assert not other.exists() or not any(other.iterdir())
 
@@ -115,8 +141,15 @@ def test_a_notebook_with_an_unknown_magic_is_a_spec_error_naming_its_cell_and_li
             "inputs": {"train": f"s3://{BUCKET}/train"}, "output": f"s3://{BUCKET}/out"}
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     nb = notebook("import smtrain\ntry:\n    smtrain.plan('job.yaml')\nexcept smtrain.SpecError as exc:\n"
-                  "    print(exc.code, [p.render() for p in exc.problems])")
+                  "    print(exc.code, [p.render() for p in exc.problems])",
+                  "smtrain.plan('job.yaml')")
+    nb.cells[1].metadata["tags"] = ["raises-exception"]  # nbclient lets this cell fail, as Jupyter shows it
     with kernel(nb, tmp_path) as run:
         shown = printed(run(0))
+        uncaught = [o for o in run(1).outputs if o.output_type == "error"]
+    # Uncaught, the notebook shows the message, not smtrain's frames (UserError._render_traceback_).
+    assert len(uncaught) == 1 and uncaught[0].ename == "SpecError", uncaught
+    assert all(line.startswith("SpecError: ") for line in uncaught[0].traceback), uncaught[0].traceback
+    assert "cell 2, line 2" in "\n".join(uncaught[0].traceback)
     assert shown.startswith("2 [") and "code.entry_point" in shown and "cell 2, line 2" in shown, shown
     assert "%frobnicate" in shown, shown

@@ -111,6 +111,18 @@ def test_shell_lines_run_through_the_shell_unchecked_and_in_order(tmp_path: Path
     assert run.stdout == "before\nhi /home/u\nloop\nloop\nafter\nfrom bash\n"
 
 
+def test_ipythons_escapes_for_a_literal_dollar_and_brace_are_undone_as_ipython_does() -> None:
+    """The refusal of `$name` says to write `$$name` for the shell's own: the job's shell must get `$name`."""
+    text = script_of("name = 'python'\n!echo $$name {{a}} '$$kept'\n!echo $$name $HOME\n%env MODE=$$name")
+    run = subprocess.run([sys.executable, "-c", text + "print(__import__('os').environ['MODE'])"],
+                         capture_output=True, text=True, check=True,
+                         env={"name": "shell", "HOME": "/home/u", "PATH": "/usr/bin:/bin"})
+    # IPython leaves a line whole when it has a `$x` it cannot fill (`$HOME`): `$$` is then the shell's PID.
+    first, second, env = run.stdout.splitlines()
+    assert first == "shell {a} $$kept" and env == "$name"
+    assert second.endswith("name /home/u") and second != "shell /home/u"
+
+
 def test_writefile_writes_the_cell(tmp_path: Path) -> None:
     target = tmp_path / "conf.txt"
     text = script_of(f"%%writefile {target}\na = 1\nb = 2")
@@ -171,6 +183,57 @@ def test_captured_output_expansion_and_get_ipython_are_refused() -> None:
                                                     "train.ipynb, cell 1, line 4", "train.ipynb, cell 1, line 6"]
     assert "{name} in this shell line" in messages[2]
     assert "get_ipython() exists only inside Jupyter" in messages[3]
+
+
+def test_a_leading_future_import_moves_to_the_top_of_the_script_and_applies_to_every_cell() -> None:
+    made = make_script(notebook(new_markdown_cell("# Train"), new_code_cell("%matplotlib inline"),
+                                new_code_cell('"""Train."""\nfrom __future__ import (\n    annotations,\n)\n'
+                                              "import os\n!echo hi"),
+                                new_code_cell("def f(x: Undefined) -> int:\n    return 1\nprint(f.__annotations__)\n"
+                                              "display(2)")), "train.ipynb")
+    lines = made.text.splitlines()
+    top = lines.index("from __future__ import (")
+    assert lines[top:top + 3] == ["from __future__ import (", "    annotations,", ")"]
+    assert top < lines.index("def _smtrain_shell(command, executable=None):  # a notebook's `!` line: the shell, "
+                             "unchecked, as IPython runs it") < lines.index("# %% train.ipynb cell 2")
+    assert all(line.startswith("#") for line in lines[:top])  # only comments before it, as Python requires
+    # One script line per cell line still: the moved lines are comments in their cell.
+    assert body(made.text)[4:10] == ['"""Train."""', "# from __future__ import (", "#     annotations,", "# )",
+                                   "import os", "_smtrain_shell('echo hi')"]
+    assert made.locate(lines.index("import os") + 1) == (3, 5)
+    assert made.locate(lines.index("print(f.__annotations__)") + 1) == (4, 3)
+    run = subprocess.run([sys.executable, "-c", made.text], capture_output=True, text=True, check=True)
+    assert run.stdout == "hi\n{'x': 'Undefined', 'return': 'int'}\n2\n"  # annotations unevaluated in cell 4 too
+
+
+def test_a_future_import_after_other_code_is_refused_where_it_is() -> None:
+    future = "from __future__ import annotations"
+    messages = problems_of(new_code_cell("import os"), new_code_cell(f"{future}\nx = 1"),
+                           new_code_cell(f"y = 2\n{future}"), new_code_cell(f"def f():\n    {future}"))
+    assert [m.split(": ")[0] for m in messages] == ["train.ipynb, cell 2, line 1", "train.ipynb, cell 3, line 2",
+                                                    "train.ipynb, cell 4, line 2"]
+    assert all("from __future__ import annotations after other code" in m for m in messages)
+    assert "put it at the top of the notebook's first code cell (cell 1), before any other code" in messages[0]
+    [shared] = problems_of(new_code_cell(f"{future}; import os"))
+    assert shared.startswith("train.ipynb, cell 1, line 1: from __future__ import annotations: put it on a line "
+                             "of its own")
+    [unknown] = problems_of(new_code_cell("from __future__ import braces"))
+    assert unknown.startswith("train.ipynb, cell 1, line 1: syntax error: not a chance")
+
+
+def test_top_level_await_return_and_yield_are_refused_at_their_cell_and_line() -> None:
+    messages = problems_of(new_code_cell("import asyncio"), new_code_cell("x = 1\nawait asyncio.sleep(0)"),
+                           new_code_cell("if True:\n    return 1"), new_code_cell("yield 2"),
+                           new_code_cell("async with lock:\n    pass"), new_code_cell("def f():\n    await g()"))
+    assert [m.split(": ")[0] for m in messages] == [f"train.ipynb, cell {cell}, line {line}" for cell, line in
+                                                    ((2, 2), (3, 2), (4, 1), (5, 1), (6, 2))]
+    assert "Jupyter runs it in its kernel's event loop, which is not there when a job runs the notebook as a " \
+           "script" in messages[0] and "asyncio.run(main())" in messages[0]
+    assert "syntax error: 'return' outside function (a job runs the notebook's cells as one script" in messages[1]
+    assert "'yield' outside function" in messages[2]
+    assert "asyncio.run" in messages[3]
+    assert "syntax error: 'await' outside async function" in messages[4]  # wrong in Jupyter too: no event loop hint
+    script_of("import asyncio\nasync def main():\n    await asyncio.sleep(0)\nasyncio.run(main())")  # the fix
 
 
 @pytest.mark.parametrize("data, says", [
@@ -277,7 +340,64 @@ def test_smtrain_init_takes_a_notebook(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "not a Python script (.py) or notebook (.ipynb)" in refused.stderr
 
 
+def test_smtrain_init_refuses_a_notebook_no_spec_can_run_before_writing_anything(tmp_path: Path) -> None:
+    nb = tmp_path / "nb" / "train.ipynb"
+    nb.parent.mkdir()
+    nb.write_bytes(notebook(new_code_cell("import os\n!pip install pandas"), new_markdown_cell("m"),
+                            new_code_cell("%foo")))
+    proc = smtrain("init", "nb/train.ipynb", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0].startswith("error: nb/train.ipynb, cell 1, line 2: !pip install pandas: a "
+                                                  "job installs its packages")
+    assert "nb/train.ipynb, cell 3, line 1: unknown magic %foo" in proc.stderr
+    assert "2 problems in nb/train.ipynb; nothing written" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in nb.parent.iterdir()) == ["train.ipynb"]
+    nb.write_bytes(notebook(new_code_cell("import os")))
+    fixed = smtrain("init", "nb/train.ipynb", cwd=tmp_path)  # the rerun needs no --force
+    assert fixed.returncode == 0, fixed.stderr
+
+
 def test_plan_shows_the_program_made_from_the_notebook(tmp_path: Path) -> None:
     proc = smtrain("plan", str(write_job(tmp_path, "import os")), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "program       train_ipynb.py (your script, made from train.ipynb)" in proc.stdout
+
+
+# --- a notebook that is its own launcher ---------------------------------------------------------------------------
+
+
+def test_what_drives_smtrain_is_left_out_of_the_job_line_for_line() -> None:
+    # The habit: train in the first cells, launch and follow the job in the last ones. The job runs the training;
+    # smtrain is not in its image, and a job must not launch itself.
+    made = make_script(notebook(
+        new_code_cell("import numpy as np"),
+        new_code_cell("import smtrain\njob = smtrain.submit('job.yaml', local=True)\nprint(job.status())\nn = 2"),
+        new_code_cell("rows = job.metrics()\nprint(np.zeros(n))"),
+        new_code_cell("!smtrain status my-job\nimport smtrain_tf")), "train.ipynb")
+    assert [(cell, line) for cell, line, _ in made.left_out] == [(2, 1), (2, 2), (2, 3), (3, 1), (4, 1)]
+    assert dict(((c, n), why) for c, n, why in made.left_out)[(3, 1)] == \
+        "it uses job, made by what drives smtrain"
+    lines = made.text.splitlines()
+    assert lines[made.text.splitlines().index("# %% train.ipynb cell 2") + 4] == "n = 2"  # line for line
+    assert "import smtrain_tf" in lines  # the helper a job's code may import is another package
+    # The script runs where smtrain cannot be imported (as in the job's image): nothing of it is left.
+    run = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.modules['smtrain'] = None; "
+                          "sys.modules['smtrain_tf'] = type(sys)('smtrain_tf'); exec(compile(sys.stdin.read(), "
+                          "'train_ipynb.py', 'exec'))"], input=made.text, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "[0. 0.]", run.stderr
+
+
+def test_an_import_of_smtrain_beside_other_modules_is_refused_at_its_line() -> None:
+    assert problems_of(new_code_cell("x = 1\nimport tensorflow as tf, smtrain")) == [
+        "train.ipynb, cell 1, line 2: import smtrain on a line of its own: the job leaves out what drives smtrain "
+        "and keeps the rest"]
+    assert problems_of(new_code_cell("import smtrain\nn = 1; job = smtrain.plan('job.yaml')"))[0].startswith(
+        "train.ipynb, cell 1, line 2: this line both drives smtrain (it uses smtrain, made by what drives smtrain) "
+        "and trains")
+
+
+def test_validate_names_each_cell_left_out_as_a_warning(tmp_path: Path) -> None:
+    spec = write_job(tmp_path, "import os", "import smtrain\njob = smtrain.submit('job.yaml')")
+    proc = smtrain("validate", str(spec), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "code.source_dir: train.ipynb, cell 3, lines 1, 2: left out of the job: it imports smtrain" in proc.stderr
