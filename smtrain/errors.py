@@ -33,6 +33,9 @@ class UserError(Exception):
         # Shown by whoever prints it (a notebook's traceback too): a secret in the message is masked.
         return mask_text(super().__str__())
 
+    def __repr__(self) -> str:
+        return mask_text(super().__repr__())
+
     def _render_traceback_(self) -> list[str]:
         # IPython shows this instead of the traceback: the message is for a person, smtrain's frames are not.
         return [f"{type(self).__name__}: {line}" for line in str(self).splitlines() or [""]]
@@ -53,6 +56,12 @@ class PreflightError(UserError):
         super().__init__(message, exit_codes.USAGE)
         self.findings = findings
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled across processes (a pool's worker) with its findings
+        return type(self), (self.args[0], self.findings)
+
+    def _render_traceback_(self) -> list[str]:
+        return [*super()._render_traceback_(), *(mask_text(f.render()) for f in self.findings)]
+
 
 class WaitTimeout(UserError):
     """A wait for `job` (its last JobInfo) ran out after `timeout` seconds; the job was left running."""
@@ -61,3 +70,6 @@ class WaitTimeout(UserError):
         super().__init__(f"{job.name} is still {job.status} after {timeout:g}s", exit_codes.TIMEOUT)
         self.job = job
         self.timeout = timeout
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.job, self.timeout)

@@ -13,6 +13,7 @@ from smtrain.api.backends import backend_for_job
 from smtrain.api.display import fields_table
 from smtrain.api.metrics import Metrics
 from smtrain.api.waiting import wait_for
+from smtrain.errors import WaitTimeout
 from smtrain.jobs import Backend, EventFiles, JobCost, JobInfo, exit_code_for
 from smtrain.redact import StreamMasker, mask_text
 
@@ -85,32 +86,46 @@ class Job:
         """Stay until the job ends; its last JobInfo (a Failed job is returned, not raised: see `.exit_code`).
         WaitTimeout after `timeout` seconds, the job left running.
 
-        `show` (default: in Jupyter) draws a live view in the cell: the status, read at each poll, and a training
-        job's epoch lines and latest log line as they come, updated in place."""
+        `show` (default: True in Jupyter; nothing is shown outside a kernel) draws a live view in the cell: the
+        status, read at each poll, and a training job's epoch lines and latest log line as they come."""
         from smtrain.api.live import LiveView, in_notebook
 
-        view = LiveView(self.name, self.warnings) if (show if show is not None else in_notebook()) else None
+        view = LiveView(self.name, self.warnings) if show is not False and in_notebook() else None
+        stop = threading.Event()
         lines = None
         if view is not None and not hasattr(self.info, "tuning"):  # a tuning job's logs are its trials'
-            lines = threading.Thread(target=self._lines_into, args=(view,), daemon=True)
+            lines = threading.Thread(target=self._lines_into, args=(view, stop), daemon=True)
             lines.start()
+        ended = False
         try:
             self._info = wait_for(self.backend, self.name, timeout=timeout,
                                   on_change=view.status if view is not None else lambda job: None)
+            ended = True
+        except WaitTimeout as exc:
+            self._info = exc.job
+            raise
         finally:
             if lines is not None:
-                lines.join(LAST_LINES_SECONDS)  # the lines the job wrote last, read after it ended
+                if ended:
+                    lines.join(LAST_LINES_SECONDS)  # the lines the job wrote last, read after it ended
+                stop.set()  # a wait that ran out or was interrupted leaves at once; the thread stops reading
             if view is not None:
-                view.close(self._info)
+                view.close(self._info, None if ended else "still running: the wait ended, the job did not")
         return self._info
 
-    def _lines_into(self, view: LiveView) -> None:
-        """The job's log lines into `view` until it ends (a thread of wait's: the poll stays with the status)."""
+    def _lines_into(self, view: LiveView, stop: threading.Event) -> None:
+        """The job's log lines into `view` until it ends or `stop` is set (a thread of wait's: the poll stays with
+        the status)."""
+        lines = self.logs(follow=True)
         try:
-            for line in self.logs(follow=True):
+            for line in lines:
+                if stop.is_set():
+                    break
                 view.write(line + "\n")
         except Exception as exc:  # the view says it; the wait goes on with the status alone
-            view.write(f"(its log could not be read: {exc})\n")
+            view.write(mask_text(f"(its log could not be read: {exc})") + "\n")
+        finally:
+            lines.close()
 
     def logs(self, follow: bool = False) -> Iterator[str]:
         """The job's log lines, every host merged by time, each as `algo-1: message`, secrets masked. With

@@ -43,6 +43,7 @@ class LiveView:
         self.latest = ""
         self._partial = ""
         self._drawn = 0.0
+        self.closed = False  # after close(), nothing more is drawn (a log thread may still be finishing)
         self._lock = threading.Lock()  # Job.wait writes log lines from a thread while it polls the status
         self._handle: Any = display(HTML(self._render()), display_id=True)
 
@@ -68,14 +69,18 @@ class LiveView:
             self._draw(force=True)
 
     def close(self, job: JobInfo | None = None, state: str | None = None) -> None:
-        """The last state: the job's (its failure reason when it failed), else `state` (an interrupt, a refusal);
-        the latest line stays (a run's last words: where the model went, or what failed)."""
+        """The last state: the job's (its failure reason when it failed), and `state` where the job has not ended
+        (a wait that ran out, an interrupt); the latest line stays (a run's last words: where the model went, or
+        what failed)."""
         with self._lock:
             if job is not None:
                 self.state = job.status + (f": {job.failure_reason}" if job.failure_reason else "")
+                if state is not None and not job.done:
+                    self.state += f" ({state})"
             elif state is not None:
                 self.state = state
             self._draw(force=True)
+            self.closed = True
 
     def _render(self) -> str:
         body = lines_block([*self.epochs, *([self.latest] if self.latest else [])]) if self.epochs or self.latest else ""
@@ -83,6 +88,8 @@ class LiveView:
         return f"<div><strong>{cell(self.name)}</strong>: {cell(mask_text(self.state))}{warned}{body}</div>"
 
     def _draw(self, force: bool = False) -> None:
+        if self.closed:
+            return
         now = time.monotonic()
         if force or now - self._drawn >= REFRESH_SECONDS:
             self._drawn = now

@@ -20,6 +20,9 @@ def override_texts(overrides: Overrides) -> tuple[str | tuple[str, Any], ...]:
     if overrides is None:
         return ()
     if isinstance(overrides, Mapping):
+        bad = [key for key in overrides if not isinstance(key, str) or not key]
+        if bad:
+            raise TypeError(f"an override's key is a field's dotted path, such as 'compute.nodes', not {bad[0]!r}")
         return tuple(overrides.items())
     if isinstance(overrides, str):
         return (overrides,)

@@ -121,10 +121,10 @@ def _run_here(found: Planned, job_name: str | None, *, stream: IO[str] | None, s
     with bundle_refused_as_spec_problem(found.loaded):
         request = local_request(found.plan, job_name)
         backend = LocalBackend()
-        shown = stream is None and (show if show is not None else in_notebook())
+        shown = stream is None and show is not False and in_notebook()  # outside a kernel nothing is shown
         view = LiveView(request.job_name, advisories(found), state=f"InProgress (here: {found.plan.nodes} host"
                         f"{'s' if found.plan.nodes != 1 else ''})") if shown else None
-        info, ended = None, "Failed to start"
+        info, ended = None, "ended before the job did: see the error"
         try:
             info = backend.run(request, stream=stream if view is None else view,  # type: ignore[arg-type]
                                replicas_per_host=replicas_per_host, python=python, verbose=verbose)
@@ -133,5 +133,5 @@ def _run_here(found: Planned, job_name: str | None, *, stream: IO[str] | None, s
             raise
         finally:
             if view is not None:
-                view.close(info, ended)
+                view.close(info, None if info is not None else ended)
     return Job(request.job_name, backend, info=info, submitted=request, warnings=advisories(found))

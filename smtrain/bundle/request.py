@@ -81,10 +81,9 @@ def _notebook_script(plan: Plan, source: Path | None
     cells: dict[int, list[tuple[int, str]]] = {}
     for cell, line, why in script.left_out:
         cells.setdefault(cell, []).append((line, why))
-    left_out = [f"{script.notebook}, cell {cell}, line{'s' if len(found) > 1 else ''} "
-                f"{', '.join(str(line) for line, _ in found)}: left out of the job: {found[0][1]} (what drives "
-                "smtrain runs here, not in the job; a notebook of its own for it silences this)"
-                for cell, found in cells.items()]
+    left_out = [f"{script.notebook}, cell {cell}: left out of the job (what drives smtrain runs here, not in the "
+                f"job; a notebook of its own for it silences this): "
+                + "; ".join(f"line {line}: {why}" for line, why in found) for cell, found in cells.items()]
     return {script.notebook: (script.program, script.data)}, script.program, left_out
 
 

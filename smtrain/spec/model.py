@@ -532,7 +532,9 @@ def apply_overrides(data: dict[str, Any], smap: SourceMap, overrides: Sequence[O
             value = plain(value)
         path = tuple(p for p in key.strip().split("."))
         if not sep or not all(path):
-            problems.append(Problem((), f"--set {item!r}: write FIELD.PATH=VALUE, such as compute.nodes=4"))
+            problems.append(Problem((), f"--set {item!r}: write FIELD.PATH=VALUE, such as compute.nodes=4"
+                                    if isinstance(item, str) else f"{shown}: name a field by its dotted path, such "
+                                    "as compute.nodes"))
             continue
         if path[0] == "inputs" and len(path) == 2:
             _set_path(data, path, {"uri": value} if isinstance(value, str) else value)

@@ -706,17 +706,22 @@ def make_script(data: bytes, entry_point: str) -> NotebookScript:
                 line.strip() and not line.lstrip().startswith("#") for line in lines):
             futures.code_before = True  # a shell cell's call, %%writefile's: code a future import cannot follow
     bound = _bound_names([tree for _, tree in trees])
+    # What drives smtrain first: a launcher's `!smtrain ... {epochs}` is left out, never refused for its {epochs}.
+    left = _leave_out_launching(converted, {one.number: tree for one, tree in trees}, problems)
+    gone = {(cell, n) for cell, first, last, _ in left for n in range(first, last + 1)}
     for item in expanded:
         found = _expansion(item.text, bound)
-        if found:
+        if found and (item.cell, item.line) not in gone:
             problems.append(NotebookProblem(item.cell, item.line, f"{found} in {item.what}: IPython puts the "
                             "notebook's Python value there; a job runs the line as written. Build the command in "
                             "Python (subprocess.run(f\"...\", shell=True)), or write $$ for a shell's own $"))
     for one, tree in trees:
         for line in _lines_using(tree, "get_ipython", bound):
-            problems.append(NotebookProblem(one.number, line, "get_ipython() exists only inside Jupyter; a job runs "
-                                            "the notebook as a Python script: write the Python the call stands for"))
-    left_out = _leave_out_launching(converted, {one.number: tree for one, tree in trees}, problems)
+            if (one.number, line) not in gone:
+                problems.append(NotebookProblem(one.number, line, "get_ipython() exists only inside Jupyter; a job "
+                                                "runs the notebook as a Python script: write the Python the call "
+                                                "stands for"))
+    left_out = [(cell, first, why) for cell, first, _, why in left]
     if problems:
         problems.sort(key=lambda p: (p.cell or 0, p.line or 0))
         raise NotebookError(notebook, problems[:_MAX_PROBLEMS])
@@ -735,11 +740,13 @@ def make_script(data: bytes, entry_point: str) -> NotebookScript:
     return script
 
 
-_SMTRAIN_COMMAND = re.compile(r"^\s*!\s*smtrain\b")
+_SMTRAIN_COMMAND = re.compile(r"^\s*!!?\s*smtrain\b")  # `!smtrain ...`, `!!smtrain ...`
+_SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh)\b")
+_SHELL_SMTRAIN = re.compile(r"(?:^|[;&|(]\s*)smtrain\b")  # smtrain as a command word of a shell cell's line
 LEFT_OUT = "# smtrain: left out of the job: "
 
 
-def _smtrain_import(node: ast.stmt) -> bool | None:
+def _smtrain_import(node: ast.AST) -> bool | None:
     """True for `import smtrain` / `from smtrain[.x] import ...` (smtrain_tf, the helper a job's code may import,
     is another package); None for an import of smtrain beside other modules; False otherwise."""
     if isinstance(node, ast.Import):
@@ -753,36 +760,60 @@ def _read_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def _module_bindings(node: ast.AST) -> set[str]:
+    """The names a top-level statement binds in the notebook's own scope: not a function's locals or arguments,
+    a class body's or a comprehension's (those bind in scopes of their own)."""
+    names: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return names
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        names.add(node.id)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        names.add(node.name)
+    for child in ast.iter_child_nodes(node):
+        names |= _module_bindings(child)
+    return names
+
+
 def _leave_out_launching(converted: list[tuple[_Cell, list[str]]], trees: dict[int, ast.Module],
-                         problems: list[NotebookProblem]) -> list[tuple[int, int, str]]:
+                         problems: list[NotebookProblem]) -> list[tuple[int, int, int, str]]:
     """A notebook is often its own launcher (`job = smtrain.submit("job.yaml")` in its last cell); the job runs
     the training, and must not launch itself (smtrain is not in the image). Each top-level statement that imports
-    smtrain, runs `!smtrain`, or reads a name only such statements made (`job.metrics()`) becomes comments, line
-    for line; (cell, line, why) for each. A line that holds such a statement and another is refused."""
-    found: list[tuple[int, int, str]] = []
+    smtrain anywhere in it, runs `!smtrain`, or reads a name only such statements made (`job.metrics()`), and a
+    %%bash/%%sh cell that runs smtrain, becomes comments, line for line: (cell, first line, last line, why) for
+    each. A line that holds such a statement and another is refused."""
+    found: list[tuple[int, int, int, str]] = []
     theirs: set[str] = set()  # names the left-out statements bind that no kept statement bound since
     for one, lines in converted:
         tree = trees.get(one.number)
         if tree is None:
+            first = next((i for i, line in enumerate(one.lines) if line.strip()), None)
+            if (one.dropped_as is None and first is not None and _SHELL_CELL.match(one.lines[first])
+                    and any(_SHELL_SMTRAIN.search(line) for line in one.lines[first + 1:])):
+                _comment_out(lines, 1, len(lines))
+                found.append((one.number, 1, len(lines), "it runs smtrain"))
             continue
         kept_lines: set[int] = set()
         out: list[tuple[int, int, str]] = []
         for node in tree.body:
             first, last = node.lineno, node.end_lineno or node.lineno
             imported = _smtrain_import(node)
-            why = None
             if imported is None:
                 problems.append(NotebookProblem(one.number, first, "import smtrain on a line of its own: the job "
                                                 "leaves out what drives smtrain and keeps the rest"))
                 continue
-            if imported:
+            why = None
+            if imported or any(_smtrain_import(n) is not False for n in ast.walk(node)):
                 why = "it imports smtrain"
-            elif any(_SMTRAIN_COMMAND.match(one.lines[n - 1]) for n in range(first, last + 1)
-                     if n - 1 < len(one.lines)):
+            elif any(_SMTRAIN_COMMAND.match(one.lines[n - 1]) for n in range(first, last + 1) if n <= len(one.lines)):
                 why = "it runs smtrain"
             elif _read_names(node) & theirs:
                 why = f"it uses {sorted(_read_names(node) & theirs)[0]}, made by what drives smtrain"
-            bound = _bound_names([ast.Module(body=[node], type_ignores=[])])
+            bound = _module_bindings(node)
             if why is None:
                 theirs -= bound
                 kept_lines.update(range(first, last + 1))
@@ -794,10 +825,14 @@ def _leave_out_launching(converted: list[tuple[_Cell, list[str]]], trees: dict[i
                 problems.append(NotebookProblem(one.number, first, f"this line both drives smtrain ({why}) and "
                                                 "trains: put the smtrain call on a line of its own"))
                 continue
-            for n in range(first, last + 1):
-                lines[n - 1] = f"{LEFT_OUT}{lines[n - 1]}" if n == first else f"# {lines[n - 1]}"
-            found.append((one.number, first, why))
+            _comment_out(lines, first, last)
+            found.append((one.number, first, last, why))
     return found
+
+
+def _comment_out(lines: list[str], first: int, last: int) -> None:
+    for n in range(first, last + 1):
+        lines[n - 1] = f"{LEFT_OUT}{lines[n - 1]}" if n == first else f"# {lines[n - 1]}"
 
 
 def _assemble(notebook: str, program: str, converted: list[tuple[_Cell, list[str]]], helpers: set[str],

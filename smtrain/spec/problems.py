@@ -33,7 +33,7 @@ def brief(value: object, limit: int = 60) -> str:
 
 @dataclass(frozen=True)
 class Location:
-    source: str  # a file name, or "--set" for command-line overrides
+    source: str  # a file name, or the override that set the value ("--set a=b", "overrides['a'] = 'b'")
     line: int | None = None
     column: int | None = None
 
@@ -60,7 +60,7 @@ class Problem:
         return f"{where}{dotted(self.path)}: {self.message}"
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # hashable as exceptions are, and UserError's masked repr
 class SpecError(UserError):
     """One or more problems that make a spec unusable (exit code 2): `problems` as data, each with its place."""
 

@@ -124,3 +124,12 @@ def test_every_error_is_a_user_error_with_its_exit_code() -> None:
         assert error.code == code, type(error)
     assert (exit_codes.USAGE, exit_codes.API, exit_codes.TIMEOUT) == (2, 4, 124)
     assert str(smtrain.WaitTimeout(job, 5)) == "j is still InProgress after 5s"
+
+
+def test_an_override_key_that_names_no_field_is_refused_in_python_s_words() -> None:
+    with pytest.raises(TypeError, match="dotted path"):
+        smtrain.load(BASE, {3: 3})
+    with pytest.raises(smtrain.SpecError) as caught:
+        smtrain.load(BASE, {"compute..nodes": 3})
+    assert str(caught.value) == "(top level): overrides['compute..nodes'] = 3: name a field by its dotted path, " \
+        "such as compute.nodes"

@@ -400,4 +400,39 @@ def test_validate_names_each_cell_left_out_as_a_warning(tmp_path: Path) -> None:
     spec = write_job(tmp_path, "import os", "import smtrain\njob = smtrain.submit('job.yaml')")
     proc = smtrain("validate", str(spec), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "code.source_dir: train.ipynb, cell 3, lines 1, 2: left out of the job: it imports smtrain" in proc.stderr
+    assert ("code.source_dir: train.ipynb, cell 3: left out of the job (what drives smtrain runs here, not in the "
+            "job; a notebook of its own for it silences this): line 1: it imports smtrain; line 2: it uses smtrain, "
+            "made by what drives smtrain") in proc.stderr
+
+
+def test_only_the_notebook_s_own_names_carry_over_from_what_is_left_out() -> None:
+    # A function's locals and a comprehension's variable are not the notebook's names: the training that reads
+    # the same names stays in the job.
+    made = make_script(notebook(
+        new_code_cell("model = 'the model'\nlr = 0.01"),
+        new_code_cell("import smtrain\ndef fetch():\n    model = smtrain.Job.attach('x').model_uri\n    return model"),
+        new_code_cell("jobs = [smtrain.submit('job.yaml', {'hyperparameters.lr': lr}) for lr in (0.1, 0.2)]"),
+        new_code_cell("print(model, lr)")), "train.ipynb")
+    assert [cell for cell, _, _ in made.left_out] == [2, 2, 3]
+    assert body(made.text)[-1] == "print(model, lr)"
+
+
+@pytest.mark.parametrize("cell", [
+    "try:\n    import smtrain\nexcept ImportError:\n    smtrain = None\njob = smtrain.submit('job.yaml')",
+    "import os\nif os.environ.get('LAUNCH'):\n    import smtrain\n    smtrain.submit('job.yaml')",
+    "def launch():\n    import smtrain\n    return smtrain.submit('job.yaml')\njob = launch()",
+    "epochs = 3\n!smtrain submit job.yaml --set training.epochs={epochs}",
+    "!!smtrain list --local",
+])
+def test_launchers_written_other_ways_are_left_out_too(cell: str) -> None:
+    made = make_script(notebook(new_code_cell("import numpy as np"), new_code_cell(cell)), "train.ipynb")
+    kept = [line for line in body(made.text) if line and not line.startswith("#")]
+    assert kept[0] == "import numpy as np" and kept[1:] in ([], ["epochs = 3"], ["import os"]), made.text
+    assert made.left_out
+
+
+def test_a_shell_cell_that_runs_smtrain_is_left_out_whole() -> None:
+    made = make_script(notebook(new_code_cell("x = 1"), new_code_cell("%%bash\necho start\nsmtrain submit job.yaml")),
+                       "train.ipynb")
+    assert [(cell, why) for cell, _, why in made.left_out] == [(2, "it runs smtrain")]
+    assert "_smtrain_shell" not in "\n".join(line for line in body(made.text) if not line.startswith("#"))
