@@ -7,6 +7,7 @@ From Python and Jupyter (README "From Python and Jupyter"):
     request = smtrain.dry_run("job.yaml")                        # the exact CreateTrainingJob request
     job = smtrain.submit("job.yaml", local=True)                 # or on SageMaker, then job.wait()
     job.metrics()                                                # rows per epoch; .plot()
+    smtrain.check("job.yaml").equivalent                         # the planned layout trains as one device
 
 Each name below is imported when first used, so `import smtrain` stays light (no boto3, no TensorFlow).
 
@@ -20,7 +21,7 @@ The flow runs one way:  YAML -> Spec -> Plan -> bundle -> the rendered request -
                 rendering, within botocore's limits
     sagemaker/  the rendered request -> SageMaker through boto3 (the dry run shows it, submit sends it); following jobs
     local/      the rendered request -> a job run here, each host a process under the container contract
-    api/        the library: load, plan, validate, dry_run, submit, tune, Job; what this package exports
+    api/        the library: load, plan, validate, dry_run, submit, tune, check, Job; what this package exports
     cli/        click commands over api/: parse options, show results, exit codes
     examples/   the example specs and their code, shipped as data (a link to the repository's configs/,
                 where each is tested); `smtrain init --example NAME` writes one out
@@ -68,15 +69,16 @@ _LAZY = {
     "validate": "smtrain.api.validation", "Validation": "smtrain.api.validation",
     "dry_run": "smtrain.api.submitting", "submit": "smtrain.api.submitting",
     "tune": "smtrain.api.tuning", "tune_dry_run": "smtrain.api.tuning", "tune_here": "smtrain.api.tuning",
+    "check": "smtrain.api.checking", "CheckResult": "smtrain.api.checking",
     "Job": "smtrain.api.job", "Metrics": "smtrain.api.metrics", "list_jobs": "smtrain.api.listing",
     "UserError": "smtrain.errors", "AwsError": "smtrain.errors", "PreflightError": "smtrain.errors",
     "WaitTimeout": "smtrain.errors", "CatalogError": "smtrain.plan.catalog", "SpecError": "smtrain.spec.problems",
     "Problem": "smtrain.spec.problems", "LoadedSpec": "smtrain.spec.model",
 }
 __all__ = [
-    "AwsError", "CatalogError", "Job", "LoadedSpec", "Metrics", "Planned", "PreflightError", "Problem", "SpecError",
-    "UserError", "Validation", "WaitTimeout", "dry_run", "list_jobs", "load", "plan", "submit", "tune", "tune_dry_run",
-    "tune_here", "validate",
+    "AwsError", "CatalogError", "CheckResult", "Job", "LoadedSpec", "Metrics", "Planned", "PreflightError", "Problem",
+    "SpecError", "UserError", "Validation", "WaitTimeout", "check", "dry_run", "list_jobs", "load", "plan", "submit",
+    "tune", "tune_dry_run", "tune_here", "validate",
 ]
 
 

@@ -179,7 +179,8 @@ def test_the_entrypoint_never_imports_smtrain() -> None:
 
 # The modules of the bundled package that smtrain may read (plain Python: the batch and learning-rate
 # maths, the hyperparameter table, the model names), so that the plan and the program cannot disagree.
-TF_FREE_ENTRYPOINT_MODULES = {"smtrain_tf.scaling", "smtrain_tf.contract.hyperparameters", "smtrain_tf.models.names"}
+TF_FREE_ENTRYPOINT_MODULES = {"smtrain_tf.scaling", "smtrain_tf.contract.hyperparameters", "smtrain_tf.models.names",
+                              "smtrain_tf.check.settings"}
 
 
 def test_smtrain_takes_only_plain_python_tables_from_the_bundled_package() -> None:

@@ -37,6 +37,20 @@ __all__ = [
 ]
 
 
+def _seed_a_check_run() -> None:
+    # `smtrain check` (SMTRAIN_CHECK_DIR set, only ever by smtrain for its runs): a script's unseeded Python and
+    # NumPy randomness fixed per worker as it imports this package, before its own seeding (check/seeding.py).
+    import os
+
+    if os.environ.get("SMTRAIN_CHECK_DIR"):
+        from .check.seeding import seed_python_and_numpy, worker_seed
+
+        seed_python_and_numpy(worker_seed())
+
+
+_seed_a_check_run()
+
+
 def __getattr__(name: str):
     if name in __all__:
         from . import _api

@@ -63,11 +63,23 @@ def _build(contract: container.Contract) -> Distribution:
         exit_now(ps_servers.serve(choice.role, contract.hp("startup_timeout"), say))
     library = distribution.start_library_if_needed(choice)
     distribution.configure_devices(contract, library)
-    return distribution.build(choice, contract.hp("collective_timeout"), library)
+    built = distribution.build(choice, contract.hp("collective_timeout"), library)
+    from .check import settings as check_settings
+
+    if check_settings.read() is not None:  # `smtrain check`: the worker's random state fixed (check/seeding.py)
+        from .check.seeding import seed_tensorflow, worker_seed
+
+        seed_tensorflow(worker_seed(), say)
+    return built
 
 
 def _replicas(replicas: Optional[int]) -> int:
-    return _distribution().num_replicas if replicas is None else replicas
+    """The job's replicas; in a check's one-device run, those it stands for (the planned run's batch and rate)."""
+    if replicas is not None:
+        return replicas
+    from .check.settings import stands_for
+
+    return _distribution().num_replicas * stands_for()
 
 
 def strategy() -> tf.distribute.Strategy:

@@ -6,6 +6,7 @@
     code_checks.py  the code's checks before packing (bundle, preflight), refusals of findings and local places
     submitting.py   dry_run(), submit() -> Job: SageMaker, or here (local=True); the quota check before an upload
     tuning.py       tune(), tune_dry_run(), tune_here(): a tuning job on SageMaker, or trials here
+    checking.py     check() -> CheckResult: the first steps on one device and in the planned layout, compared here
     job.py          Job: status, wait, logs, metrics, event files, cost, stop, model_uri; Job.attach(name)
     listing.py      list_jobs(): jobs newest first (SageMaker's, tuning jobs or local runs), priced on request
     backends.py     which backend knows a job (a local run of that name, else SageMaker), the backends by region

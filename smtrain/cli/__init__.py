@@ -1,6 +1,7 @@
 """The command line: click commands over the library (smtrain.api), and how results are shown.
 
-    commands.py  the click group and its commands (tune's, metrics' added): parse, call the library, print, exit code
+    commands.py  the click group and its commands (tune's, metrics', check's added): parse, call the library, print,
+                 exit code; `submit --check` runs check_command's check first
     steps.py     what commands share: spec + every --set, catalog, the library's checks shown, follow a job
     options.py   the arguments and options several commands take (SPEC, --set, --strict, --timeout, --region, -o)
     guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback)
@@ -17,6 +18,9 @@
     metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and that summary
     metrics_plot.py  `metrics --plot`: loss and accuracy charts in the terminal (plotext, imported only there)
     tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code
+    check_command.py  `smtrain check SPEC`: the first steps on one device and in the planned layout compared (exit
+                 0 equivalent, 1 not, 2 bad input); its options, which `submit --check` shares
+    check_render.py  check's text: the verdict, layouts, differences and tolerances, each cause with its fix
     examples.py  `init --example NAME`: an example spec the package carries (smtrain/examples/), written out
 
 May import every stage: the library for every step a command takes (the layout test keeps smtrain.cli

@@ -10,6 +10,7 @@ import click
 
 from smtrain import exit_codes
 from smtrain.cli import steps
+from smtrain.cli.check_command import check, data_option, random_option, run_check, steps_option
 from smtrain.cli.closed_output import ClosedOutputGroup
 from smtrain.cli.guard import guard
 from smtrain.cli.metrics_command import metrics
@@ -144,23 +145,31 @@ def plan(spec_file: str, overrides: tuple[str, ...], strict: bool, check: bool, 
               help="--local: train with K replicas per host instead of the plan's (each host gets as many CPU "
                    "devices as its planned GPUs by default; fewer use less memory).")
 @click.option("--python", "python_", type=click.Path(dir_okay=False, exists=True), metavar="PATH",
-              help="--local: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
+              help="--local, --check: the Python that runs the hosts (default: this one; e.g. an env with Horovod).")
 @click.option("--verbose", is_flag=True,
               help="--local: show TensorFlow's start-up lines (oneDNN, CUDA, CPU features) too; the host logs "
                    "always have them.")
 @click.option("--no-quota-check", is_flag=True,
               help="Skip the Service Quotas check before the upload (for credentials without permission to read "
                    "quotas).")
+@click.option("--check", "check_first", is_flag=True,
+              help="Run `smtrain check` first: send nothing (exit 1) unless the planned run trains as one device.")
+@click.option("--force", is_flag=True, help="--check: send even when the check finds the run not equivalent.")
+@data_option
+@steps_option
+@random_option
 @strict_option
 @output_option("text", "json", "yaml")
 @guard
 def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: str | None, wait_: bool,
            logs_: bool, timeout: str | None, local_: bool, replicas_per_host: int | None, python_: str | None,
-           verbose: bool, no_quota_check: bool, strict: bool, output: str) -> None:
+           verbose: bool, no_quota_check: bool, check_first: bool, force: bool, data: tuple[str, ...],
+           check_steps: int, random_layers: str, strict: bool, output: str) -> None:
     """Submit a training job (or, with --dry-run, show exactly what would be sent).
 
     With --local the job runs on this machine and the command ends with it (exit 0 Completed,
-    1 Failed, 3 Stopped).
+    1 Failed, 3 Stopped). With --check the job's first steps are compared on one device and in the
+    planned layout first (`smtrain check`), and nothing is sent unless they agree (or --force).
     """
     import smtrain as api  # the library's names (smtrain.api.*), imported as they are used
     from smtrain.cli.render import dry_run_text, dump
@@ -171,14 +180,20 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     seconds = steps.parse_timeout(timeout)
     if dry_run and (wait_ or logs_ or timeout or local_):
         raise click.UsageError("--wait, --logs, --timeout and --local run a job: not with --dry-run")
-    if not local_ and (replicas_per_host or python_ or verbose):
-        raise click.UsageError("--replicas-per-host, --python and --verbose apply to --local runs")
+    if not local_ and (replicas_per_host or verbose or (python_ and not check_first)):
+        raise click.UsageError("--replicas-per-host, --python and --verbose apply to --local runs (--python to "
+                               "--check too)")
     found = steps.plan_spec(spec_file, overrides)
     steps.show_checks(found, output)
     findings = found.findings
     if output == "text" or ((strict or any(f.is_error for f in findings)) and findings):  # else in the JSON
         steps.echo_findings(findings)
     steps.strict_exit(findings, strict)
+    given = click.get_current_context().get_parameter_source("check_steps") != click.core.ParameterSource.DEFAULT
+    if not check_first and (force or data or random_layers != "on" or given):
+        raise click.UsageError("--force, --data, --check-steps and --random-layers go with --check")
+    if check_first:
+        _check_before_sending(spec_file, overrides, data, check_steps, random_layers, force, output, python_)
     preflight = [f.to_dict() for f in findings]
     if local_:
         from smtrain.cli.render import local_submitted
@@ -202,6 +217,27 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     job = api.submit(found, job_name=job_name, quota_check=not no_quota_check, on_quota=show_before_submit,
                      progress=want_progress_bar(output), show=False)
     _report_submitted(job.submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
+
+
+def _check_before_sending(spec_file: str, overrides: tuple[str, ...], data: tuple[str, ...], check_steps: int,
+                          random_layers: str, force: bool, output: str, python: str | None) -> None:
+    """submit --check: the check's report on stderr; not equivalent stops here (exit 1) unless --force."""
+    from smtrain.cli.check_command import show
+    from smtrain.cli.render import dump
+
+    result = run_check(spec_file, overrides, data, check_steps, random_layers, python)
+    if result.equivalent or force or output == "text":
+        show(result, "text", err=True)
+    if result.equivalent:
+        return
+    if force:
+        click.echo("warning: the check found the planned run not equivalent to one device; sending it anyway "
+                   "(--force)", err=True)
+        return
+    if output != "text":
+        dump({"sent": False, "check": result.to_dict()}, output)
+    raise UserError("nothing was sent: the planned run does not train as one device would (see the check above; "
+                    "--force sends it anyway)", exit_codes.FAILED)
 
 
 def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None,
@@ -588,6 +624,7 @@ def completion(shell: str) -> None:
 
 main.add_command(metrics)
 main.add_command(tune)
+main.add_command(check)
 
 
 if __name__ == "__main__":  # pragma: no cover

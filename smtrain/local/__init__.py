@@ -20,6 +20,8 @@
     metric_series.py  a local job's metric series: its MetricDefinitions applied to a host's log
     backend.py    LocalBackend: run(), describe / list / logs / stop, event_files (TensorBoard's, in place)
     demo_data.py  scikit-learn's digits written as train/validation channels (make demo)
+    check_records.py  what a check run wrote (smtrain_tf.check): each worker's steps joined, in replica order
+    check_verdict.py  two check runs compared: equivalent, or the first step they part and its likely cause
     tuning.py     `tune --local`: a tuning's trials run one after another as local jobs, the best by its objective
     trial_sampling.py  each trial's values: a seeded random search, or every combination of a grid
 

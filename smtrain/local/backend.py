@@ -25,7 +25,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -177,11 +177,13 @@ class LocalBackend:
     # -- running a job ---------------------------------------------------------------------------
 
     def run(self, request: Request, *, stream: TextIO | None = None, replicas_per_host: int | None = None,
-            grace: float = DEFAULT_GRACE, python: str | None = None, verbose: bool = False) -> JobInfo:
+            grace: float = DEFAULT_GRACE, python: str | None = None, verbose: bool = False,
+            extra_environment: Mapping[str, str] | None = None) -> JobInfo:
         """Run the job to its end here and return its final state (Completed, Failed or Stopped).
 
         Each host trains with the plan's replicas, logical CPU devices standing in for its GPUs;
-        `replicas_per_host` runs fewer (smtrain.local.replica_layout).
+        `replicas_per_host` runs fewer (smtrain.local.replica_layout). `extra_environment` is added to every
+        host's (`smtrain check` says what to record through it).
 
         TensorFlow's start-up lines reach `stream` only when `verbose` or when their host fails;
         the host logs keep every line.
@@ -213,6 +215,7 @@ class LocalBackend:
         # An environment variable, not a hyperparameter: an own script's arguments are its own (its
         # argparse may refuse any other), and smtrain_tf reads SMTRAIN_<NAME> for every program.
         environment.update(layout.environment)
+        environment.update(extra_environment or {})
         base_python = python or sys.executable
         has_requirements = any(f.path == REQUIREMENTS for f in request.bundle.files)
         if python is not None:

@@ -11,7 +11,7 @@ from tests.support import ROOT
 NOT_AT_IMPORT = ("boto3", "botocore", "tensorflow", "sagemaker", "pydantic", "nbformat", "IPython")
 API = ("load", "plan", "validate", "dry_run", "submit", "tune", "tune_dry_run", "tune_here", "Job", "Metrics",
        "Planned", "Validation", "UserError", "SpecError", "CatalogError", "AwsError", "PreflightError",
-       "WaitTimeout", "Problem", "LoadedSpec")
+       "WaitTimeout", "Problem", "LoadedSpec", "check", "CheckResult")
 
 
 def _imported(code: str) -> set[str]:

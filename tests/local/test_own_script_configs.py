@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from smtrain.local.backend import LocalBackend, local_request
-from smtrain.local.demo_data import write_digits
 from smtrain.plan.build import build_plan
 from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
-from tests.support import ROOT
+from tests.support import ROOT, demo_digits
 
 CODE = ROOT / "configs" / "code"
 
@@ -38,11 +37,7 @@ def test_the_helper_port_changes_at_most_five_lines_and_the_readme_shows_them() 
         assert f"+{line}\n" in readme, f"README's diff lacks: {line}"
 
 
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("digits")
-    write_digits(root)
-    return root
+digits = demo_digits.digits
 
 
 @pytest.mark.slow

@@ -16,18 +16,14 @@ from pathlib import Path
 import pytest
 
 from smtrain.local.backend import LocalBackend, local_request
-from smtrain.local.demo_data import write_digits
 from tests.local.support import Background, alive, make_plan
+from tests.support import demo_digits
 from tests.support.horovod_env import DOUBLES_DIR, horovod_python, rank_output
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("digits")
-    write_digits(root)
-    return root
+digits = demo_digits.digits
 
 
 def digits_plan(tmp_path: Path, digits: Path, **changes: object):

@@ -7,6 +7,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from ..check import settings as check_settings
 from .formats import ChannelData, csv_reader, tfrecord_reader
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -66,7 +67,8 @@ def _options(data: ChannelData, sharding: Sharding, num_workers: int) -> tf.data
     policy = tf.data.experimental.AutoShardPolicy
     if sharding.explicit or num_workers <= 1:
         options.experimental_distribute.auto_shard_policy = policy.OFF
-    elif not data.in_memory and len(data.files) >= num_workers:
+    elif not data.in_memory and len(data.files) >= num_workers and check_settings.read() is None:
+        # (A check compares each step with one device's: every worker's share must come from one order.)
         options.experimental_distribute.auto_shard_policy = policy.FILE
     else:
         options.experimental_distribute.auto_shard_policy = policy.DATA
@@ -79,7 +81,8 @@ def training(data: ChannelData, batch_size: int, *, seed: Optional[int], shuffle
     options = _options(data, sharding, num_workers)
     # DATA sharding keeps every k-th element, so all workers must see the same order.
     data_sharded = options.experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.DATA
-    records = _records(data, sharding, shuffle_files=True, seed=seed, deterministic=data_sharded)
+    checking = check_settings.read() is not None  # a check compares orders: they must not vary between runs
+    records = _records(data, sharding, shuffle_files=True, seed=seed, deterministic=data_sharded or checking)
     if _should_cache(data, cache, cache_max_mb):
         records = records.cache()
     buffer = min(shuffle_buffer, data.num_examples)

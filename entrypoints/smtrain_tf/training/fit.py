@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from ..check import settings as check_settings
 from ..contract import failure, known_failures
 from ..contract.container import Contract
 from ..distribute.choice import DEFAULT, PS
@@ -120,6 +121,9 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     if accumulation < 1:
         raise ValueError(f"smtrain_tf.fit: gradient_accumulation_steps must be at least 1, got {accumulation}")
     given_callbacks = callback_support.check(callbacks)
+    if batch_size_per_replica is not None:
+        # A check's one-device run stands for the planned replicas: it takes all their examples.
+        batch_size_per_replica = int(batch_size_per_replica) * check_settings.stands_for()
     data = user_data.as_dataset(train_data, "train", batch_size_per_replica)
     held_out = (user_data.as_dataset(validation_data, "validation", batch_size_per_replica)
                 if validation_data is not None else None)

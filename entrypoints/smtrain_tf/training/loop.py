@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from ..check import settings as check_settings
 from ..contract.errors import NonFiniteLoss
 from ..distribute.distribution import Distribution
 from . import metrics
@@ -108,6 +109,11 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
     """Train from `start` to the end of the last epoch (or until a hook stops it); return where it ended
     and its last metrics. Without a checkpointer nothing is saved; with `summaries` (the chief's) each
     epoch's values are also written for TensorBoard."""
+    checking = check_settings.read()
+    if checking is not None:  # `smtrain check`: the first steps recorded one by one, then the process ends
+        from ..check import probe
+
+        probe.run(checking, dist, runner, steps)
     hooks = hooks or EpochHooks()
     measures = steps.measures
     progress = start

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Tuple
 import tensorflow as tf
 
 from .. import scaling
+from ..check import settings as check_settings
 from ..contract.container import TRAIN_CHANNEL, VALIDATION_CHANNEL, Contract
 from ..contract.errors import ConfigurationError, DataError
 from ..contract.hyperparameters import is_hook
@@ -66,7 +67,9 @@ class TrainingSession:
             self.input_shape = self.train_data.element_shape
             self.num_examples = self.train_data.num_examples
         self.num_classes = self._num_classes()
-        self.per_replica_batch = hp("batch_size_per_replica")
+        # A check's one-device run stands for the planned replicas: it takes all their examples, at their rate.
+        stands_for = check_settings.stands_for()
+        self.per_replica_batch = hp("batch_size_per_replica") * stands_for
         self.accumulation = hp("gradient_accumulation_steps")
         self.global_batch = scaling.global_batch_size(self.per_replica_batch, self.dist.num_replicas)
         # One optimizer step sees every replica's micro-batches: the batch that sets the epoch and the rate.
@@ -74,7 +77,7 @@ class TrainingSession:
         self.steps_per_epoch = pipeline.steps_per_epoch(self.num_examples, self.effective_batch,
                                                         hp("max_steps_per_epoch"))
         self.learning_rate = scaling.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
-                                                          self.dist.num_replicas * self.accumulation)
+                                                          self.dist.num_replicas * stands_for * self.accumulation)
 
     # --- data ----------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, List, Optional
 
 import tensorflow as tf
 
+from ..check import settings as check_settings
 from ..data import hook_data
 from ..distribute.choice import PS
 from ..distribute.distribution import Distribution
@@ -85,8 +86,9 @@ def _options(dist: Distribution, source: Source) -> tf.data.Options:
     if not _split_by_tf_distribute(dist):
         options.experimental_distribute.auto_shard_policy = policy.OFF
     else:
-        options.experimental_distribute.auto_shard_policy = (policy.FILE if source.files >= dist.num_workers
-                                                             else policy.DATA)
+        # A check compares each step with one device's: every worker's share must come from one order.
+        by_file = source.files >= dist.num_workers and check_settings.read() is None
+        options.experimental_distribute.auto_shard_policy = policy.FILE if by_file else policy.DATA
     return options
 
 
@@ -190,7 +192,11 @@ def _batched(source: Source, dist: Distribution, accumulation: int, steps_per_ep
 
     if dist.kind == PS:
         return Training(None, lambda context: stream(source.remake(), None), steps, None, 0)
-    return Training(stream(data, seed), None, steps, None, 0)
+    dataset = stream(data, seed)
+    if check_settings.read() is not None:
+        # A check compares each step with one device's: split by element from one order (not by file).
+        dataset = dataset.with_options(_options(dist, source))
+    return Training(dataset, None, steps, None, 0)
 
 
 def validation(source: Optional[Source], dist: Distribution,

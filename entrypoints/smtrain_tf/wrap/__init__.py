@@ -20,6 +20,7 @@ Map:
     fit_inputs.py      reading a fit call: bound arguments, arrays or batched data, the caller's file:line
     batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
     keras_fit.py       the patched fit: Keras's own under default and Mirrored (with metric lines), else mwms_fit
+                       (and mwms_fit always during `smtrain check`, whose steps smtrain's loop records)
     mwms_fit.py        fit under MultiWorkerMirrored through smtrain_tf.fit (Keras 3's fit fails there)
     mwms_evaluate.py   evaluate under MultiWorkerMirrored with Keras 3: on each worker, on a copy of the model
     epoch_lines.py     the Keras callback printing smtrain's metric line each epoch

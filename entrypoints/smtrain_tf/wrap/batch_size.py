@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
+from ..check import settings as check_settings
 from . import fit_inputs, own_strategy
 from .context import WrapContext, plural
 from .settings import GLOBAL
@@ -36,9 +37,9 @@ def per_replica_batch(ctx: WrapContext, given: Dict[str, Any]) -> int:
                      f"{per_replica} per replica ({plural(ctx.replicas, 'replica')})")
         return per_replica
     if ctx.settings.batch == GLOBAL:
-        per_replica = max(written // ctx.replicas, 1)
+        per_replica = max(written // ctx.planned_replicas, 1)
         ctx.say_once(f"wrap: batch_size {written} is global (SMTRAIN_WRAP_BATCH=global): {per_replica} per replica "
-                     f"({plural(ctx.replicas, 'replica')})")
+                     f"({plural(ctx.planned_replicas, 'replica')})")
         return per_replica
     ctx.say_once(f"wrap: batch_size {written} per replica -> global {written * ctx.replicas} "
                  f"({plural(ctx.replicas, 'replica')})")
@@ -67,3 +68,42 @@ def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tup
     if rows is None:
         return given, None
     return given, int(rows * (1.0 - float(given.get("validation_split") or 0.0)))
+
+
+def _first_batch_size(dataset: Any) -> int:
+    """The size of the script's first batch, read from the data. Both runs of a check read it, so a shuffle that
+    reshuffles at each iteration gives both the same order afterwards."""
+    import tensorflow as tf
+
+    first = next(iter(dataset.take(1)))
+    return int(tf.shape(tf.nest.flatten(first)[0])[0])
+
+
+def as_planned_batches(ctx: WrapContext, dataset: Any) -> Any:
+    """During a check, a dataset the script batches; in the one-device run, its batches made the planned run's.
+
+    A batch the script multiplied by num_replicas_in_sync (1 on one device), or one the settings read as one
+    replica's, becomes that times the replicas the device stands for; a batch read as global stays as it is.
+    The epochs keep their composition: with the script's last batch partial, the last one here is too; with
+    drop_remainder (a fixed batch shape), it is dropped here as it is there.
+    """
+    if check_settings.read() is None:
+        return dataset
+    size = _first_batch_size(dataset)
+    times = ctx.planned_replicas // max(ctx.replicas, 1)
+    if times <= 1 or (ctx.settings.batch == GLOBAL and not own_strategy.dataset_batch_scaled()):
+        return dataset
+    import math
+
+    import tensorflow as tf
+
+    ctx.say_once(f"check: the script's batches of {size} taken {times} at a time: one device standing for "
+                 f"{plural(ctx.planned_replicas, 'replica')}")
+    fixed = tf.nest.flatten(dataset.element_spec)[0].shape[:1].is_fully_defined()
+    rebatched = dataset.unbatch().batch(size * times, drop_remainder=fixed)
+    batches = int(dataset.cardinality())
+    if batches < 0:
+        return rebatched  # unknown or endless, as the script's own
+    # All batches but the script's last are full: its examples make exactly this many batches here.
+    return rebatched.apply(tf.data.experimental.assert_cardinality(batches // times if fixed
+                                                                   else math.ceil(batches / times)))

@@ -28,6 +28,13 @@ class WrapContext:
         return self.dist.num_replicas
 
     @property
+    def planned_replicas(self) -> int:
+        """The replicas the batch and rate rules count: in a check's one-device run, those it stands for."""
+        from ..check.settings import stands_for
+
+        return self.dist.num_replicas * stands_for()
+
+    @property
     def is_chief(self) -> bool:
         return self.dist.is_chief
 

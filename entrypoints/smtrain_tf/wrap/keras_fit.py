@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional
 
+from ..check import settings as check_settings
 from ..distribute.choice import MWMS
 from . import batch_size, epoch_lines, fit_inputs, mwms_fit
 from .context import WrapContext
@@ -29,7 +30,9 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
         given = fit_inputs.bind(original, self, args, kwargs)
         location = fit_inputs.caller_location(1, ctx.settings.script_dir)
-        if ctx.kind == MWMS:
+        if ctx.kind == MWMS or check_settings.read() is not None:
+            # (`smtrain check`: the first steps must run in smtrain's loop, which records them, with the data in
+            # one seeded order in both runs.)
             return mwms_fit.fit(keras, ctx, self, given, location)
         given, examples = batch_size.scale_batches(ctx, given, location)
         accumulation = ctx.contract.hp("gradient_accumulation_steps")

@@ -14,6 +14,7 @@ import time
 import traceback
 from typing import List, Optional, Sequence
 
+from ..check import settings as check_settings
 from ..contract import container, failure, known_failures
 from ..contract.errors import TrainingFailure
 from ..contract.log import say, track_lines
@@ -32,6 +33,10 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
     contract = container.read(args, os.environ, own_script=True)
     dist = strategy.build(contract, say)  # TensorFlow is imported from here on
     ctx = WrapContext(contract=contract, settings=wanted, dist=dist, started_at=started_at, say=say)
+    if check_settings.read() is not None:  # before the script draws any random number
+        from ..check.seeding import seed_this_worker, worker_seed
+
+        seed_this_worker(worker_seed(), say)
     from .. import _api
 
     # One strategy per process: the script's own smtrain_tf calls, and smtrain_tf.fit, get this one.

@@ -45,9 +45,9 @@ def rescale(keras: Any, ctx: WrapContext, optimizer: Any) -> None:
     except (AttributeError, TypeError, ValueError):
         ctx.say_once(f"wrap: the learning rate of {type(inner).__name__} cannot be read; left as it is")
         return
-    new = scaling.scaled_learning_rate(old, rule, ctx.replicas)
+    new = scaling.scaled_learning_rate(old, rule, ctx.planned_replicas)
     inner.learning_rate = new
-    ctx.say(f"wrap: learning rate {old:g} -> {new:g} ({rule}, {plural(ctx.replicas, 'replica')})")
+    ctx.say(f"wrap: learning rate {old:g} -> {new:g} ({rule}, {plural(ctx.planned_replicas, 'replica')})")
 
 
 def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:

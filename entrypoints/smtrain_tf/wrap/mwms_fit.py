@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import fit_inputs
-from .batch_size import batched_data_warning, per_replica_batch
+from .batch_size import as_planned_batches, batched_data_warning, per_replica_batch
 from .context import Unsupported, WrapContext
 
 # Arguments about how Keras reports or paces validation: the loop validates every epoch, in full.
@@ -160,6 +160,7 @@ def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], locatio
         if given.get("sample_weight") is not None:
             raise Unsupported(f"{location}: fit(sample_weight=...) with a tf.data.Dataset: give each batch's weights "
                               "as the dataset's third element, as Keras asks")
+        x = as_planned_batches(ctx, x)
         train: Any = _weighted_dataset(x, dict(given["class_weight"])) if given.get("class_weight") else x
     else:
         if y is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from ..check import settings as check_settings
 from ..distribute.choice import DEFAULT
 from ..training.keras_compat import keras as tf_keras
 from . import devices_guard, keras_fit, learning_rate, mwms_evaluate, own_strategy, saving
@@ -39,5 +40,6 @@ def install(ctx: WrapContext) -> None:
         saving.patch_functions(keras, ctx, redirect)
     saving.patch_saved_model(ctx, redirect)
     devices_guard.patch(ctx)
-    if ctx.kind != DEFAULT:
+    # A check's one-device run trains in smtrain's loop under the wrap's strategy: the script's own must be it.
+    if ctx.kind != DEFAULT or check_settings.read() is not None:
         own_strategy.patch(ctx)

@@ -1,0 +1,20 @@
+"""`smtrain check`'s side in the job: the first steps recorded, so that smtrain can compare two runs.
+
+smtrain runs the job twice on one machine: once on one device standing for the planned replicas
+(the reference), once in the planned layout. In both, the training loop hands its first steps to
+this package, which runs them one at a time and writes what each saw and did; then the process ends.
+
+    settings.py   SMTRAIN_CHECK_*: where to write, how many steps, what the one device stands for (no TensorFlow)
+    layers.py     the model's layers that train differently per replica: BatchNormalization, random layers
+    weights.py    the weights written (start, end) and the planned run's end set against the reference's
+    probe.py      the steps: each replica's examples (fingerprints), the loss before and after, the rate
+    seeding.py    each worker's unseeded randomness fixed (the job's seed + its index); an op's own seed kept
+
+Elsewhere in smtrain_tf, a check run (SMTRAIN_CHECK_DIR set) changes only this: the one-device run's batch
+and rate rules count the replicas it stands for (wrap/context.py, training/session.py and fit.py, a script's
+own batches in wrap/batch_size.py), the wrap sends every fit through smtrain's loop (wrap/keras_fit.py) with
+the script's own strategy taken as the wrap's (wrap/patches.py), and tf.distribute splits data by element
+from one order (data/pipeline.py, training/user_data.py).
+
+smtrain (smtrain.local.check_*) reads what these write; settings.py is the one place both take the names from.
+"""

@@ -1,0 +1,66 @@
+"""What a check run wrote (smtrain_tf.check): each worker's steps joined into the run's, in replica order."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smtrain_tf.check.settings import FAILED, RECORD
+
+
+class CannotCheck(Exception):
+    """The job's own code told the check it cannot be compared (its message says why)."""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    loss: float  # the step's training loss, the mean over its global batch
+    inference_loss: float  # the same examples before the step, the model in inference mode
+    examples: int  # the examples the step trained on, over the job
+    learning_rate: float | None
+    replicas: tuple[tuple[str, ...], ...]  # each replica's examples (fingerprints), workers in order
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    strategy: str
+    workers: int
+    replicas: int
+    stands_for: int
+    steps: tuple[StepRecord, ...]
+    batch_norm: tuple[str, ...] = ()  # BatchNormalization layers that are not synchronized
+    random_layers: tuple[dict[str, Any], ...] = ()  # {"name", "class", "seed"}
+    weights: tuple[dict[str, Any], ...] = field(default=())  # the planned run's: each weight against the reference's
+
+
+def cannot_check_reason(directory: Path) -> str | None:
+    path = directory / FAILED
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else None
+
+
+def read_run(directory: Path) -> RunRecord | None:
+    """The run's record, None when no worker wrote one (its code never reached smtrain's loop)."""
+    why = cannot_check_reason(directory)
+    if why:
+        raise CannotCheck(why)
+    files = sorted(directory.glob(RECORD.format(index="*")), key=lambda p: int(p.stem.split("-")[1]))
+    if not files:
+        return None
+    workers = [json.loads(p.read_text(encoding="utf-8")) for p in files]
+    chief = workers[0]
+    count = min(len(w["steps"]) for w in workers)
+    steps = []
+    for i in range(count):
+        first = chief["steps"][i]
+        replicas = tuple(tuple(r) for w in workers for r in w["steps"][i]["replicas"])
+        steps.append(StepRecord(loss=float(first["loss"]), inference_loss=float(first["inference_loss"]),
+                                examples=int(round(first["examples"])), learning_rate=first["learning_rate"],
+                                replicas=replicas))
+    found_layers = chief.get("layers") or {}
+    return RunRecord(strategy=chief["strategy"], workers=int(chief["workers"]), replicas=int(chief["replicas"]),
+                     stands_for=int(chief.get("stands_for") or 1), steps=tuple(steps),
+                     batch_norm=tuple(layer["name"] for layer in found_layers.get("batch_norm", ())),
+                     random_layers=tuple(found_layers.get("random", ())),
+                     weights=tuple(chief.get("weights") or ()))

@@ -1,0 +1,313 @@
+"""Two check runs set side by side: equivalent, or where they part and the likely cause, found by what differs.
+
+The one-device run (the reference) and the planned run start from the same weights and, when the job
+is right, train on the same examples per step at the same rate. Then only float32 rounding separates
+them: each replica sums its share of the batch, the shares are added across replicas and hosts, so
+the same numbers are added in another order. The tolerances below are set for that, with room: the
+differences they allow are orders of magnitude above what rounding gives over a few dozen steps
+(typically 1e-7 to 1e-5) and orders below what any of the mistakes below gives (1e-3 and more).
+
+Causes, in the order they are looked for (the first found explains the parting):
+    global_batch   the steps train on another number of examples than one device with the planned batch
+    data           the workers' examples are not one device's: some taken twice, some never (counted)
+    learning_rate  the rate differs from the planned one (scaled twice, or not at all)
+    batch_norm     BatchNormalization normalises per replica (the loss in inference mode still agrees)
+    randomness     dropout or noise drawn per replica (likewise)
+    scope          the planned run failed: a model or optimizer made outside the strategy's scope
+    failed         the planned run failed where one device did not, for another reason
+    unexplained    they part, and none of the above shows why
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from smtrain.local.check_records import RunRecord, StepRecord
+
+LOSS_TOLERANCE = 1e-4  # relative, each step's loss
+WEIGHTS_TOLERANCE = 1e-3  # relative to the weights' norm, after the last step
+RATE_TOLERANCE = 1e-6
+TOLERANCE_WHY = ("float32 sums added in another order (per replica, then across replicas and hosts) differ in their "
+                 "last bits, and the differences grow a little with each step; the mistakes the check looks for "
+                 "differ by 1e-3 or more from the first step they act on")
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str
+    says: str
+    fix: str
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    equivalent: bool
+    steps: int
+    loss_difference: float | None  # the largest relative difference of a step's loss (None: no step to compare)
+    loss_step: int  # where (1-based)
+    weights_difference: float | None  # the weights' difference after the last step, relative to their norm
+    weights_name: str | None  # the weight that differs most
+    first_step: int | None  # the first step where the runs part (1-based), None when equivalent
+    causes: tuple[Cause, ...] = ()
+    per_step: tuple[dict[str, float], ...] = ()
+    loss_tolerance: float = LOSS_TOLERANCE
+    weights_tolerance: float = WEIGHTS_TOLERANCE
+    tolerance_why: str = TOLERANCE_WHY
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON takes it: a number that is not finite (a NaN loss) is null."""
+        return _finite(asdict(self))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def relative(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b):
+        return math.inf
+    scale = max(abs(a), abs(b))
+    return abs(a - b) / scale if scale > 0 else 0.0
+
+
+def plural(count: int, word: str) -> str:
+    """`1 step`, `2 steps`."""
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _batch_cause(one: RunRecord, planned: RunRecord) -> Cause | None:
+    mine, theirs = planned.steps[0].examples, one.steps[0].examples
+    if mine == theirs:
+        return None
+    per_replica = mine / max(planned.replicas, 1)
+    planned_per_replica = theirs / max(planned.replicas, 1)
+    says = (f"global batch: each step of the planned run trains on {mine} examples ({per_replica:g} per replica, "
+            f"{plural(planned.replicas, 'replica')}), one device with the planned batch on {theirs} "
+            f"({planned_per_replica:g} per replica)")
+    if mine < theirs:
+        fix = (f"a batch meant for one replica is used as the whole job's: multiply it by the replicas (in a script, "
+               f"dataset.batch(n * strategy.num_replicas_in_sync)), or, if {mine} is meant for the whole job, say so "
+               "(code.wrap_batch: global for a wrapped script)")
+    else:
+        fix = ("a global batch is multiplied by the replicas again: give smtrain the per-replica batch "
+               "(training.batch_size_per_replica, smtrain_tf.fit's batch_size_per_replica), or batch the data once "
+               "with the global size")
+    return Cause("global_batch", says, fix, {"planned_run": mine, "one_device": theirs})
+
+
+def _examples(step: StepRecord) -> Counter[str]:
+    return Counter(e for replica in step.replicas for e in replica)
+
+
+def _data_cause(one: RunRecord, planned: RunRecord, steps: int) -> Cause | None:
+    wanted: Counter[str] = Counter()
+    taken: Counter[str] = Counter()
+    unmatched: Counter[str] = Counter()  # what a step of the planned run took that the same step of one device did not
+    first, overlapping, common = None, 0, 0
+    for i, (mine, theirs) in enumerate(zip(planned.steps[:steps], one.steps[:steps])):  # noqa: B905 - both have it
+        mine_examples, theirs_examples = _examples(mine), _examples(theirs)
+        if first is None and mine_examples != theirs_examples:
+            first, common = i, sum((mine_examples & theirs_examples).values())
+        wanted += theirs_examples
+        taken += mine_examples
+        unmatched += mine_examples - theirs_examples
+        seen_by: Counter[str] = Counter()
+        for replica in mine.replicas:
+            seen_by.update(set(replica))
+        overlapping += sum(1 for count in seen_by.values() if count > 1)
+    if first is None:
+        return None
+    extra = sum((taken - wanted).values())
+    missing = sum((wanted - taken).values())
+    total = sum(taken.values())
+    counts = {"first_step": first + 1, "examples": total, "taken_again": extra, "never_taken": missing,
+              "same_step_overlaps": overlapping}
+    size = planned.steps[first].examples
+    if not overlapping and not any(example in wanted for example in unmatched):
+        # What the steps took apart from one device's is nothing one device took at any step, and no two replicas
+        # share an example: not another choice of examples (an unseeded shuffle's would meet one device's), but
+        # the features themselves changed at random in the input pipeline, per worker (augmentation).
+        changed = sum(unmatched.values())
+        says = (f"per-replica randomness in the data: {changed} of the {total} examples the planned run's "
+                f"{plural(planned.replicas, 'replica')} took in {plural(steps, 'step')} are like none one device "
+                "took: the input pipeline changes them at random (augmentation), with each worker's own random "
+                "state")
+        fix = ("expected of random augmentation, which one device cannot reproduce step by step; to compare the "
+               "rest, seed the augmentation for the check (tf.random.Generator.from_seed, stateless ops), or move it "
+               "into the model as Keras preprocessing layers and check with --random-layers off")
+        return Cause("randomness", says, fix, {**counts, "changed": changed})
+    if extra or missing or overlapping:
+        says = (f"data: in {plural(steps, 'step')} the planned run's {plural(planned.replicas, 'replica')} took "
+                f"{total} examples: {extra} of them more often than one device did (duplicated) and {missing} of one "
+                f"device's never; {overlapping} times two replicas got the same example in the same step")
+        fix = ("the workers do not share one order of the data: a shuffle (tf.data or NumPy) without a seed before "
+               "the data is split between workers gives each worker its own order, so they overlap and miss "
+               "examples; give the shuffle a seed (dataset.shuffle(n, seed=...)), or split first (by file) and "
+               "shuffle each worker's share")
+    else:
+        says = (f"data order: the planned run takes the same examples as one device in another order (step "
+                f"{first + 1} shares {common} of its {size} examples with one device's)")
+        fix = ("the order depends on the layout: seed the shuffle (dataset.shuffle(n, seed=...)) and shuffle before "
+               "batching, so that every layout reads one order")
+    return Cause("data", says, fix, counts)
+
+
+def _rate_cause(one: RunRecord, planned: RunRecord) -> Cause | None:
+    mine, theirs = planned.steps[0].learning_rate, one.steps[0].learning_rate
+    if mine is None or theirs is None or relative(mine, theirs) <= RATE_TOLERANCE:
+        return None
+    ratio = mine / theirs if theirs else math.inf
+    says = (f"learning rate: the planned run trains at {mine:g}, one device with the planned batch at {theirs:g} "
+            f"({ratio:g}x)")
+    if ratio > 1:
+        fix = ("the rate is scaled for the replicas twice: once by the script (a rate times num_replicas_in_sync, or "
+               "smtrain_tf.scaled_learning_rate) and once by training.lr_scaling; keep one of them")
+    else:
+        fix = ("the rate is not scaled as the plan says: set training.lr_scaling (linear or sqrt) or scale it in the "
+               "script, not both")
+    return Cause("learning_rate", says, fix, {"planned_run": mine, "one_device": theirs, "ratio": ratio})
+
+
+def _layer_causes(planned: RunRecord) -> list[Cause]:
+    found = []
+    if planned.batch_norm and planned.replicas > 1:
+        names = ", ".join(planned.batch_norm)
+        found.append(Cause(
+            "batch_norm",
+            f"per-replica statistics: BatchNormalization ({names}) normalises each replica's share of the batch "
+            f"({plural(planned.replicas, 'replica')}), one device the whole batch",
+            "use synchronized batch normalization: tf.keras.layers.BatchNormalization(synchronized=True) "
+            "(SyncBatchNormalization: tf.keras.layers.experimental.SyncBatchNormalization before TensorFlow 2.12)",
+            {"layers": list(planned.batch_norm)}))
+    if planned.random_layers:
+        seeded = [layer for layer in planned.random_layers if layer.get("seed") is not None]
+        layers = planned.random_layers
+        names = ", ".join(f"{layer['class']} layer '{layer['name']}'" for layer in layers)
+        if seeded:
+            fix = ("a fixed seed in a layer gives every replica the same random mask for its share, so the masks "
+                   "repeat across the global batch: leave the layer's seed out (seed the job with training.seed), "
+                   "and check the rest with `smtrain check --random-layers off`")
+        else:
+            fix = ("each replica draws its own masks, which one device cannot reproduce step by step: that is "
+                   "expected, and sound when the masks are independent; check the rest with "
+                   "`smtrain check --random-layers off`")
+        one = len(layers) == 1
+        found.append(Cause("randomness", f"per-replica randomness: {names} draw{'s its' if one else ' their'} "
+                           "random values on each replica, for that replica's share of the batch",
+                           fix, {"layers": [dict(layer) for layer in planned.random_layers]}))
+    return found
+
+
+def _first_parting(one: RunRecord, planned: RunRecord, steps: int) -> int | None:
+    for i in range(steps):
+        if relative(planned.steps[i].loss, one.steps[i].loss) > LOSS_TOLERANCE:
+            return i
+    return None
+
+
+def _per_step(one: RunRecord, planned: RunRecord, steps: int) -> tuple[dict[str, float], ...]:
+    rows = []
+    for i, (mine, theirs) in enumerate(zip(planned.steps[:steps], one.steps[:steps]), start=1):  # noqa: B905
+        rows.append({"step": i, "one_device": theirs.loss, "planned_run": mine.loss,
+                     "relative": relative(mine.loss, theirs.loss)})
+    return tuple(rows)
+
+
+def _first_step(causes: list[Cause], parting: int | None, steps: int) -> int:
+    """Where the runs part: the first step whose loss differs, else the step the cause shows at."""
+    if parting is not None:
+        return parting + 1
+    if causes[0].kind == "data":
+        return int(causes[0].counts["first_step"])
+    return 1 if causes[0].kind in ("global_batch", "learning_rate") else steps
+
+
+def _weights_difference(rows: tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
+    """All the weights' difference relative to all their norm, and the weight that differs most.
+
+    Over all weights, not each alone: a weight whose true gradient is zero (a bias before BatchNormalization)
+    moves by rounding noise alone, which Adam scales up to full steps, so its own relative difference means
+    nothing; the model's does.
+    """
+    if not rows:
+        return None
+    difference = math.sqrt(sum(row["difference"] ** 2 for row in rows))
+    norm = math.sqrt(sum(row.get("norm", 0.0) ** 2 for row in rows))
+    worst = max(rows, key=lambda row: row["difference"])
+    return {"relative": difference / norm if norm > 0 else difference, "name": worst["name"]}
+
+
+def compare(one: RunRecord, planned: RunRecord) -> Verdict:
+    """The verdict on two runs' records (the reference's and the planned run's)."""
+    steps = min(len(one.steps), len(planned.steps))
+    per_step = _per_step(one, planned, steps)
+    worst = max(per_step, key=lambda row: row["relative"]) if per_step else {"relative": 0.0, "step": 0}
+    weights = _weights_difference(planned.weights)
+    parting = _first_parting(one, planned, steps)
+    weights_part = weights is not None and weights["relative"] > WEIGHTS_TOLERANCE
+    causes: list[Cause] = []
+    batch = _batch_cause(one, planned) if steps else None
+    if batch is not None:
+        causes.append(batch)
+    else:
+        for found in (_data_cause(one, planned, steps) if steps else None,
+                      _rate_cause(one, planned) if steps else None):
+            if found is not None:
+                causes.append(found)
+        if not causes and (parting is not None or weights_part):
+            at = parting if parting is not None else steps - 1
+            same_inference = relative(planned.steps[at].inference_loss, one.steps[at].inference_loss) <= LOSS_TOLERANCE
+            if same_inference:  # the same weights and examples: only what trains differently per replica is left
+                causes.extend(_layer_causes(planned))
+    equivalent = not causes and parting is None and not weights_part
+    if not equivalent and not causes:
+        where = f"step {parting + 1}" if parting is not None else f"the weights after step {steps}"
+        causes.append(Cause("unexplained", f"the runs part at {where}, with the same examples, batch and rate",
+                            "run `smtrain submit --local` on the planned layout and compare its loss with a "
+                            "one-device run; report it if the job's code does nothing per replica"))
+    first = None
+    if not equivalent:
+        first = _first_step(causes, parting, steps)
+    return Verdict(equivalent=equivalent, steps=steps, loss_difference=float(worst["relative"]),
+                   loss_step=int(worst["step"]), weights_difference=float(weights["relative"]) if weights else None,
+                   weights_name=weights["name"] if weights else None, first_step=first, causes=tuple(causes),
+                   per_step=per_step)
+
+
+_SCOPE_SIGNS = ("not created under the job's strategy", "inside \"with strategy.scope()\"", "strategy.scope()")
+
+
+def _last_error(reason: str) -> str:
+    """A script's failure as SageMaker words it (ExecuteUserScriptError, its traceback's lines joined by " / "):
+    its last line, the exception itself."""
+    message = re.search(r'ErrorMessage "(.*?)"\s*(?:\nCommand|$)', reason, re.DOTALL)
+    if message is None:
+        return reason.strip()
+    lines = [line.strip() for line in message.group(1).split(" / ") if line.strip()]
+    return lines[-1] if lines else reason.strip()
+
+
+def failed(reason: str) -> Verdict:
+    """The planned run failed where one device did not: a model or optimizer made outside the strategy's scope
+    (which one device never minds), or whatever its reason says."""
+    reason = _last_error(reason)
+    if any(sign in reason for sign in _SCOPE_SIGNS):
+        cause = Cause("scope", f"a model or optimizer created outside the strategy's scope: {reason}",
+                      "build and compile the model (and its optimizer) inside `with strategy.scope():` (smtrain_tf: "
+                      "`with smtrain_tf.strategy().scope():`), after the strategy is made")
+    else:
+        cause = Cause("failed", f"the planned run failed where one device did not: {reason}",
+                      "fix what the reason names; `smtrain submit --local` runs the planned layout with all its output")
+    return Verdict(equivalent=False, steps=0, loss_difference=None, loss_step=0, weights_difference=None,
+                   weights_name=None, first_step=1, causes=(cause,), per_step=())

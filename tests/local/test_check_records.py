@@ -1,0 +1,99 @@
+"""A check run's records read back (smtrain.local.check_records.read_run): each worker's file, as
+entrypoints/smtrain_tf/check/probe.py writes it, joined into the run's steps in worker order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smtrain.local.check_records import CannotCheck, RunRecord, StepRecord, read_run
+from smtrain.local.check_verdict import compare
+
+
+def _worker(index: int, workers: int, steps: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """One worker's record, with probe.run's keys."""
+    return {"worker": index, "workers": workers, "replicas": workers, "local_replicas": 1,
+            "strategy": "multi_worker_mirrored", "stands_for": 1,
+            "layers": {"batch_norm": [], "random": []}, "steps": steps, **extra}
+
+
+def _step(loss: float, replicas: list[list[str]], examples: float, rate: float | None = 0.002) -> dict[str, Any]:
+    return {"loss": loss, "inference_loss": loss + 0.5, "examples": examples, "learning_rate": rate,
+            "replicas": replicas}
+
+
+def _write(directory: Path, records: list[dict[str, Any]]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for record in records:
+        (directory / f"worker-{record['worker']}.json").write_text(json.dumps(record), encoding="utf-8")
+    return directory
+
+
+def test_workers_are_joined_in_index_order(tmp_path: Path) -> None:
+    """worker-10 comes after worker-2 (by number, not by name), so its replica's examples come last."""
+    workers = 11
+    records = [_worker(i, workers, [_step(2.0 + i, [[f"w{i}s{s}"]], examples=float(workers)) for s in range(2)])
+               for i in range(workers)]
+    run = read_run(_write(tmp_path, records))
+    assert run is not None and run.workers == workers and len(run.steps) == 2
+    assert run.steps[1].replicas == tuple((f"w{i}s1",) for i in range(workers))
+
+
+def test_the_chief_gives_the_steps_numbers_and_every_worker_its_examples(tmp_path: Path) -> None:
+    chief = _worker(0, 2, [_step(2.25, [["a"], ["b"]], examples=64.0), _step(2.0, [["e"], ["f"]], 64.0),
+                           _step(1.5, [["i"], ["j"]], 64.0)],
+                    stands_for=None, replicas=4, local_replicas=2,
+                    layers={"batch_norm": [{"name": "bn", "class": "BatchNormalization"}],
+                            "random": [{"name": "dropout", "class": "Dropout", "seed": 3}]},
+                    weights=[{"name": "dense/kernel:0", "difference": 1e-6, "norm": 3.0, "relative": 3e-7,
+                              "largest": 1e-7}])
+    other = _worker(1, 2, [_step(9.0, [["c"], ["d"]], examples=64.0, rate=None),
+                           _step(9.0, [["g"], ["h"]], 64.0)], replicas=4, local_replicas=2)  # one step fewer
+    run = read_run(_write(tmp_path, [other, chief]))
+    assert run == RunRecord(
+        strategy="multi_worker_mirrored", workers=2, replicas=4, stands_for=1,
+        steps=(StepRecord(loss=2.25, inference_loss=2.75, examples=64, learning_rate=0.002,
+                          replicas=(("a",), ("b",), ("c",), ("d",))),
+               StepRecord(loss=2.0, inference_loss=2.5, examples=64, learning_rate=0.002,
+                          replicas=(("e",), ("f",), ("g",), ("h",)))),
+        batch_norm=("bn",), random_layers=({"name": "dropout", "class": "Dropout", "seed": 3},),
+        weights=({"name": "dense/kernel:0", "difference": 1e-6, "norm": 3.0, "relative": 3e-7, "largest": 1e-7},))
+    assert isinstance(run.steps[0].examples, int)
+
+
+def test_a_file_being_written_is_not_a_record(tmp_path: Path) -> None:
+    """probe.run writes worker-N.json.tmp and renames it: a run that died between the two wrote no record."""
+    (tmp_path / "worker-0.json.tmp").write_text("{", encoding="utf-8")
+    assert read_run(tmp_path) is None
+
+
+def test_no_record_is_none(tmp_path: Path) -> None:
+    (tmp_path / "start.npz").write_bytes(b"")  # what the reference writes before its first step
+    assert read_run(tmp_path) is None
+
+
+def test_a_run_that_cannot_be_checked_says_why(tmp_path: Path) -> None:
+    why = "a parameter-server job trains on workers the chief only schedules: its steps cannot be compared"
+    _write(tmp_path, [_worker(0, 1, [_step(2.0, [["a"]], 1.0)])])  # the refusal wins over any record
+    (tmp_path / "cannot-check.txt").write_text(why + "\n", encoding="utf-8")
+    with pytest.raises(CannotCheck) as caught:
+        read_run(tmp_path)
+    assert str(caught.value) == why
+
+
+def test_records_read_back_are_compared(tmp_path: Path) -> None:
+    """The reference (one device standing for 2 replicas) and the planned run (2 workers) as probe.run writes
+    them: the same examples per step, so the verdict is on the numbers alone."""
+    batches = [["a", "b", "c", "d"], ["e", "f", "g", "h"]]
+    reference = read_run(_write(tmp_path / "one-device", [
+        _worker(0, 1, [_step(2.0 - s, [batches[s]], 4.0) for s in range(2)], stands_for=2)]))
+    planned = read_run(_write(tmp_path / "planned", [
+        _worker(i, 2, [_step(2.0 - s + 1e-7, [batches[s][2 * i:2 * i + 2]], 4.0) for s in range(2)],
+                **({"weights": [{"name": "kernel", "difference": 1e-6, "norm": 1.0}]} if i == 0 else {}))
+        for i in range(2)]))
+    assert reference is not None and planned is not None and reference.stands_for == 2
+    verdict = compare(reference, planned)
+    assert verdict.equivalent and verdict.steps == 2 and verdict.weights_difference == pytest.approx(1e-6)

@@ -1,0 +1,356 @@
+"""smtrain check's verdict on two runs' records (smtrain.local.check_verdict), from hand-made records.
+
+The one-device run (the reference) stands for the planned replicas; the planned run has one list of
+example fingerprints per replica. Each cause is planted alone, and what the verdict says is read back:
+its kind, its counts, its text and its fix. No TensorFlow: tests/api/test_check.py trains for real.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from smtrain.local.check_records import RunRecord, StepRecord
+from smtrain.local.check_verdict import LOSS_TOLERANCE, WEIGHTS_TOLERANCE, Verdict, compare, failed
+
+Replicas = Sequence[Sequence[str]]
+
+
+def _step(replicas: Replicas, loss: float = 2.0, inference: float | None = None, rate: float | None = 0.002,
+          examples: int | None = None) -> StepRecord:
+    return StepRecord(loss=loss, inference_loss=loss if inference is None else inference,
+                      examples=sum(len(r) for r in replicas) if examples is None else examples, learning_rate=rate,
+                      replicas=tuple(tuple(r) for r in replicas))
+
+
+def _run(steps: Sequence[StepRecord], replicas: int, *, stands_for: int = 1, batch_norm: Sequence[str] = (),
+         random_layers: Sequence[dict[str, Any]] = (), weights: Sequence[dict[str, Any]] = ()) -> RunRecord:
+    return RunRecord(strategy="multi_worker_mirrored" if replicas > 1 else "default", workers=replicas,
+                     replicas=replicas, stands_for=stands_for, steps=tuple(steps), batch_norm=tuple(batch_norm),
+                     random_layers=tuple(random_layers), weights=tuple(weights))
+
+
+def _fingerprints(step: int, count: int) -> list[str]:
+    return [f"e{step * 100 + i}" for i in range(count)]
+
+
+def _reference(steps: int = 4, batch: int = 8, losses: Sequence[float] | None = None,
+               rate: float | None = 0.002) -> RunRecord:
+    """One device standing for 2 replicas: one list of `batch` examples per step."""
+    losses = losses or [2.0 - 0.1 * i for i in range(steps)]
+    return _run([_step([_fingerprints(i, batch)], loss=losses[i], rate=rate) for i in range(steps)], 1,
+                stands_for=2)
+
+
+def _split(reference: RunRecord, losses: Sequence[float] | None = None, rate: float | None = 0.002,
+           inference: Sequence[float] | None = None, **extra: Any) -> RunRecord:
+    """The planned run on 2 replicas taking the reference's examples, each step's batch split in two."""
+    steps = []
+    for i, theirs in enumerate(reference.steps):
+        examples = theirs.replicas[0]
+        half = len(examples) // 2
+        loss = theirs.loss if losses is None else losses[i]
+        steps.append(_step([examples[:half], examples[half:]], loss=loss, rate=rate,
+                           inference=theirs.inference_loss if inference is None else inference[i]))
+    return _run(steps, 2, **extra)
+
+
+def _weights(difference: float, norm: float = 10.0) -> list[dict[str, Any]]:
+    """compare_end's rows (smtrain_tf.check.weights): one kernel and one bias."""
+    return [{"name": "dense/kernel", "difference": difference, "norm": norm, "relative": difference / norm,
+             "largest": difference},
+            {"name": "dense/bias", "difference": difference / 100, "norm": norm / 10,
+             "relative": difference / norm / 10, "largest": difference / 100}]
+
+
+def _only(verdict: Verdict) -> Any:
+    assert len(verdict.causes) == 1, verdict.causes
+    return verdict.causes[0]
+
+
+# --- equivalent -------------------------------------------------------------------------------------------------
+
+
+def test_float32_rounding_differences_are_equivalent_and_reported() -> None:
+    reference = _reference()
+    losses = [s.loss * (1 + 3e-7 * (i + 1)) for i, s in enumerate(reference.steps)]  # grows a little each step
+    verdict = compare(reference, _split(reference, losses=losses, weights=_weights(2e-5)))
+    assert verdict.equivalent and verdict.causes == () and verdict.first_step is None
+    assert verdict.steps == 4
+    assert verdict.loss_difference == pytest.approx(1.2e-6, rel=1e-3) and verdict.loss_step == 4
+    assert verdict.weights_difference == pytest.approx(2e-5 * math.sqrt(1 + 1e-4) / math.sqrt(101), rel=1e-6)
+    assert verdict.weights_name == "dense/kernel"
+    assert (verdict.loss_tolerance, verdict.weights_tolerance) == (LOSS_TOLERANCE, WEIGHTS_TOLERANCE)
+    assert "float32 sums added in another order" in verdict.tolerance_why
+    assert [row["step"] for row in verdict.per_step] == [1, 2, 3, 4]
+    assert verdict.per_step[0] == {"step": 1, "one_device": 2.0, "planned_run": losses[0],
+                                   "relative": pytest.approx(3e-7, rel=1e-3)}
+
+
+def test_a_batch_split_differently_between_replicas_is_the_same_step() -> None:
+    """The step's loss is a sum over its examples: which replica took which does not matter, only the set."""
+    reference = _reference(steps=2, batch=4)
+    steps = [_step([[e[0], e[3]], [e[2], e[1]]], loss=s.loss) for s in reference.steps for e in [s.replicas[0]]]
+    verdict = compare(reference, _run(steps, 2))
+    assert verdict.equivalent, verdict.causes
+    assert verdict.weights_difference is None and verdict.weights_name is None  # no weights written: none shown
+
+
+def test_the_weights_difference_is_over_all_weights_not_each_alone() -> None:
+    # A bias whose true gradient is zero (one before BatchNormalization) moves by rounding noise alone, and Adam
+    # divides each update by the gradient's own running scale, so noise of 1e-9 becomes a full step of the rate:
+    # that bias alone differs by 200% between the runs while the model, all its weights together, by 2e-6.
+    reference = _reference()
+    weights = [{"name": "dense/kernel", "difference": 1e-5, "norm": 10.0, "relative": 1e-6, "largest": 1e-6},
+               {"name": "dense/bias", "difference": 2e-5, "norm": 1e-5, "relative": 2.0, "largest": 2e-5}]
+    verdict = compare(reference, _split(reference, weights=weights))
+    assert verdict.equivalent, verdict.causes
+    assert verdict.weights_difference == pytest.approx(math.sqrt(5e-10) / 10, rel=1e-6)
+    assert verdict.weights_name == "dense/bias"  # the one that differs most is still named
+
+
+def test_only_the_steps_both_runs_recorded_are_compared() -> None:
+    reference = _reference(steps=5)
+    planned = _split(reference)
+    verdict = compare(reference, _run(planned.steps[:3], 2))
+    assert verdict.equivalent and verdict.steps == 3 and len(verdict.per_step) == 3
+
+
+# --- global batch -----------------------------------------------------------------------------------------------
+
+
+def test_a_per_replica_batch_given_as_global_trains_on_fewer_examples() -> None:
+    reference = _reference(batch=64)
+    planned = _run([_step([e[:16], e[16:32]], loss=s.loss * 1.01) for s in reference.steps for e in [s.replicas[0]]],
+                   2)
+    verdict = compare(reference, planned)
+    cause = _only(verdict)  # the batch explains it: data and rate are not looked at on other examples
+    assert cause.kind == "global_batch" and cause.counts == {"planned_run": 32, "one_device": 64}
+    assert cause.says == ("global batch: each step of the planned run trains on 32 examples (16 per replica, "
+                          "2 replicas), one device with the planned batch on 64 (32 per replica)")
+    assert "multiply it by the replicas" in cause.fix and "num_replicas_in_sync" in cause.fix
+    assert "code.wrap_batch: global" in cause.fix
+    assert not verdict.equivalent and verdict.first_step == 1
+
+
+def test_a_global_batch_multiplied_again_trains_on_more_examples() -> None:
+    reference = _reference(batch=8)
+    planned = _run([_step([_fingerprints(i, 8), _fingerprints(i + 50, 8)]) for i in range(4)], 2)
+    cause = _only(compare(reference, planned))
+    assert cause.kind == "global_batch" and cause.counts == {"planned_run": 16, "one_device": 8}
+    assert "16 examples (8 per replica, 2 replicas)" in cause.says
+    assert "multiplied by the replicas again" in cause.fix and "training.batch_size_per_replica" in cause.fix
+    assert "num_replicas_in_sync" not in cause.fix
+
+
+# --- data -------------------------------------------------------------------------------------------------------
+
+
+def _overlapping(losses: Sequence[float] | None = None) -> tuple[RunRecord, RunRecord]:
+    """Step 1 alike; in step 2 both replicas take e1 and one takes e5 from step 1 again; in step 3 one replica
+    takes e9 twice. Taken again: e1, e5, e9 (3); never taken: e7, e8, e12 (3); one same-step overlap (e1 in
+    step 2: e9 twice on one replica is not two replicas)."""
+    reference = _run([_step([["e1", "e2", "e3", "e4"]]), _step([["e5", "e6", "e7", "e8"]]),
+                      _step([["e9", "e10", "e11", "e12"]])], 1, stands_for=2)
+    losses = losses or [2.0, 2.0, 2.0]
+    planned = _run([_step([["e1", "e2"], ["e3", "e4"]], loss=losses[0]),
+                    _step([["e1", "e6"], ["e1", "e5"]], loss=losses[1]),
+                    _step([["e9", "e9"], ["e10", "e11"]], loss=losses[2])], 2)
+    return reference, planned
+
+
+def test_workers_that_overlap_are_counted() -> None:
+    reference, planned = _overlapping(losses=[2.0, 2.1, 2.2])
+    verdict = compare(reference, planned)
+    cause = _only(verdict)
+    assert cause.kind == "data"
+    assert cause.counts == {"first_step": 2, "examples": 12, "taken_again": 3, "never_taken": 3,
+                            "same_step_overlaps": 1}
+    assert cause.says == ("data: in 3 steps the planned run's 2 replicas took 12 examples: 3 of them more often than "
+                          "one device did (duplicated) and 3 of one device's never; 1 times two replicas got the same "
+                          "example in the same step")
+    assert "shuffle" in cause.fix and "seed=" in cause.fix and "split first" in cause.fix
+    assert verdict.first_step == 2  # where the loss parts
+
+
+def test_overlapping_data_is_found_even_when_the_loss_happens_to_agree() -> None:
+    reference, planned = _overlapping()
+    verdict = compare(reference, planned)
+    assert not verdict.equivalent and _only(verdict).kind == "data"
+    assert verdict.first_step == 2  # no loss parts: the first step whose examples differ
+
+
+def test_the_same_examples_in_another_order() -> None:
+    reference = _run([_step([["e1", "e2", "e3", "e4"]]), _step([["e5", "e6", "e7", "e8"]])], 1, stands_for=2)
+    planned = _run([_step([["e1", "e2"], ["e3", "e5"]], loss=2.01), _step([["e4", "e6"], ["e7", "e8"]], loss=2.02)],
+                   2)
+    verdict = compare(reference, planned)
+    cause = _only(verdict)
+    assert cause.kind == "data"
+    assert cause.says == ("data order: the planned run takes the same examples as one device in another order "
+                          "(step 1 shares 3 of its 4 examples with one device's)")
+    assert "shuffle before batching" in cause.fix
+    assert cause.counts["taken_again"] == cause.counts["never_taken"] == cause.counts["same_step_overlaps"] == 0
+    assert verdict.first_step == 1
+
+
+# --- learning rate ----------------------------------------------------------------------------------------------
+
+
+def test_a_rate_scaled_twice() -> None:
+    reference = _reference(rate=0.002)
+    verdict = compare(reference, _split(reference, rate=0.004, losses=[s.loss * 0.99 for s in reference.steps]))
+    cause = _only(verdict)
+    assert cause.kind == "learning_rate"
+    assert cause.counts == {"planned_run": 0.004, "one_device": 0.002, "ratio": 2.0}
+    assert cause.says == "learning rate: the planned run trains at 0.004, one device with the planned batch at 0.002 (2x)"
+    assert "scaled for the replicas twice" in cause.fix and "training.lr_scaling" in cause.fix
+    assert verdict.first_step == 1
+
+
+def test_a_rate_not_scaled() -> None:
+    reference = _reference(rate=0.002)
+    cause = _only(compare(reference, _split(reference, rate=0.001)))
+    assert cause.kind == "learning_rate" and cause.counts["ratio"] == 0.5
+    assert "(0.5x)" in cause.says
+    assert "not scaled as the plan says" in cause.fix and "scaled for the replicas twice" not in cause.fix
+
+
+def test_a_rate_within_rounding_or_unknown_is_no_cause() -> None:
+    reference = _reference(rate=0.002)
+    assert compare(reference, _split(reference, rate=0.002 * (1 + 1e-7))).equivalent
+    assert compare(_reference(rate=None), _split(reference, rate=0.004)).equivalent  # not recorded: not compared
+
+
+# --- per-replica layers -----------------------------------------------------------------------------------------
+
+BATCH_NORM = ("batch_normalization",)
+DROPOUT = {"name": "dropout", "class": "Dropout", "seed": None}
+SEEDED_DROPOUT = {"name": "dropout_1", "class": "Dropout", "seed": 1}
+
+
+def _parting_in_training_only(inference_differs: bool = False, **layers: Any) -> tuple[RunRecord, RunRecord]:
+    """Same examples and rate; from step 2 the training loss differs. The inference loss (the same examples,
+    before the step, without dropout and with the moving statistics) agrees unless `inference_differs`."""
+    reference = _reference()
+    losses = [s.loss * (1.05 if i >= 1 else 1) for i, s in enumerate(reference.steps)]
+    inference = [s.inference_loss * (1.05 if inference_differs and i >= 1 else 1) for i, s in
+                 enumerate(reference.steps)]
+    return reference, _split(reference, losses=losses, inference=inference, **layers)
+
+
+def test_batch_norm_when_only_the_training_loss_differs() -> None:
+    verdict = compare(*_parting_in_training_only(batch_norm=BATCH_NORM))
+    cause = _only(verdict)
+    assert cause.kind == "batch_norm" and cause.counts == {"layers": ["batch_normalization"]}
+    assert cause.says == ("per-replica statistics: BatchNormalization (batch_normalization) normalises each replica's "
+                          "share of the batch (2 replicas), one device the whole batch")
+    assert "BatchNormalization(synchronized=True)" in cause.fix and "SyncBatchNormalization" in cause.fix
+    assert verdict.first_step == 2
+
+
+def test_batch_norm_is_not_blamed_when_the_inference_loss_differs_too() -> None:
+    verdict = compare(*_parting_in_training_only(inference_differs=True, batch_norm=BATCH_NORM,
+                                                 random_layers=[DROPOUT]))
+    cause = _only(verdict)  # the weights already differ before the step: per-replica layers do not explain that
+    assert cause.kind == "unexplained" and cause.says == ("the runs part at step 2, with the same examples, batch "
+                                                          "and rate")
+    assert "smtrain submit --local" in cause.fix
+    assert verdict.first_step == 2
+
+
+def test_batch_norm_on_one_replica_is_not_per_replica() -> None:
+    reference, planned = _parting_in_training_only(batch_norm=BATCH_NORM)
+    verdict = compare(reference, _run(planned.steps, 1, batch_norm=BATCH_NORM))
+    assert _only(verdict).kind == "unexplained"
+
+
+def test_unseeded_random_layers() -> None:
+    verdict = compare(*_parting_in_training_only(random_layers=[DROPOUT]))
+    cause = _only(verdict)
+    assert cause.kind == "randomness" and cause.counts == {"layers": [DROPOUT]}
+    assert cause.says == ("per-replica randomness: Dropout layer 'dropout' draws its random values on each replica, "
+                          "for that replica's share of the batch")
+    assert "each replica draws its own masks" in cause.fix and "expected" in cause.fix
+    assert "`smtrain check --random-layers off`" in cause.fix and "same random mask" not in cause.fix
+
+
+def test_seeded_random_layers_repeat_their_masks() -> None:
+    cause = _only(compare(*_parting_in_training_only(random_layers=[DROPOUT, SEEDED_DROPOUT])))
+    assert cause.kind == "randomness" and "Dropout layer 'dropout', Dropout layer 'dropout_1' draw their" in cause.says
+    assert "same random mask" in cause.fix and "leave the layer's seed out" in cause.fix
+    assert "`smtrain check --random-layers off`" in cause.fix
+
+
+def test_random_layers_are_not_blamed_when_the_inference_loss_differs() -> None:
+    verdict = compare(*_parting_in_training_only(inference_differs=True, random_layers=[SEEDED_DROPOUT]))
+    assert _only(verdict).kind == "unexplained"
+
+
+def test_batch_norm_and_dropout_together_are_both_named() -> None:
+    verdict = compare(*_parting_in_training_only(batch_norm=BATCH_NORM, random_layers=[DROPOUT]))
+    assert [c.kind for c in verdict.causes] == ["batch_norm", "randomness"]
+
+
+# --- weights only, first step, failure --------------------------------------------------------------------------
+
+
+def test_weights_that_part_with_every_loss_alike_are_unexplained() -> None:
+    reference = _reference()
+    verdict = compare(reference, _split(reference, weights=_weights(0.05)))
+    assert not verdict.equivalent
+    assert verdict.weights_difference == pytest.approx(0.05 * math.sqrt(1 + 1e-4) / (10 * math.sqrt(1.01)), rel=1e-6)
+    cause = _only(verdict)
+    assert cause.kind == "unexplained" and cause.says == ("the runs part at the weights after step 4, with the same "
+                                                          "examples, batch and rate")
+    assert verdict.first_step == 4
+
+
+def test_weights_that_part_with_a_per_replica_layer_name_it_at_the_last_step() -> None:
+    reference = _reference()
+    verdict = compare(reference, _split(reference, weights=_weights(0.05), batch_norm=BATCH_NORM))
+    assert _only(verdict).kind == "batch_norm" and verdict.first_step == 4
+
+
+def test_a_nan_loss_parts() -> None:
+    reference = _reference()
+    losses = [s.loss for s in reference.steps]
+    losses[2] = math.nan
+    verdict = compare(reference, _split(reference, losses=losses))
+    assert not verdict.equivalent and verdict.first_step == 3
+    assert verdict.loss_difference == math.inf and verdict.loss_step == 3
+
+
+def test_the_first_cause_found_gives_the_first_step_when_no_loss_parts() -> None:
+    reference = _reference()
+    assert compare(reference, _split(reference, rate=0.004)).first_step == 1  # the rate acts from step 1
+    data_reference, data_planned = _overlapping()
+    assert compare(data_reference, data_planned).first_step == 2
+
+
+def test_data_and_rate_together_are_both_named() -> None:
+    reference, planned = _overlapping()
+    planned = _run([_step(s.replicas, rate=0.004) for s in planned.steps], 2)
+    assert [c.kind for c in compare(reference, planned).causes] == ["data", "learning_rate"]
+
+
+def test_a_failed_planned_run() -> None:
+    verdict = failed("Host algo-2 exited with 1")
+    assert not verdict.equivalent and verdict.first_step == 1 and verdict.steps == 0
+    cause = _only(verdict)
+    assert cause.kind == "failed"
+    assert cause.says == "the planned run failed where one device did not: Host algo-2 exited with 1"
+    assert "smtrain submit --local" in cause.fix
+
+
+def test_examples_one_device_never_had_are_augmentation_not_overlap() -> None:
+    # Worker 2 changes its examples at random (an unseeded augmentation in the input pipeline): its features
+    # match none of one device's, which is no duplicate and no missing example but randomness in the data.
+    one = _run([_step([["a", "b", "c", "d"]], 2.3), _step([["e", "f", "g", "h"]], 2.2)], replicas=1)
+    planned = _run([_step([["a", "b"], ["c*", "d*"]], 2.31), _step([["e", "f"], ["g*", "h*"]], 2.21)], replicas=2)
+    cause = compare(one, planned).causes[0]
+    assert cause.kind == "randomness" and cause.counts["changed"] == 4
+    assert "4 of the 8 examples" in cause.says and "augmentation" in cause.says
