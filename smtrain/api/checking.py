@@ -86,12 +86,14 @@ class CheckResult:
         """What the CLI's text and the notebook's table show, row by row: (label, text)."""
         data = self.to_dict()
         rows = [("planned", _layout_text(data["planned_layout"])),
-                ("checked on", _layout_text(data["checked_layout"]) +
-                 (", as planned" if not data["notes"] else ": the same structure, smaller"))]
+                ("checked on", _layout_text(data["checked_layout"]) + (", as planned" if _same(data) else
+                                                                       ": the same structure, smaller"))]
         one = data["one_device"]
         if one.get("global_batch") is not None:
             rate = f", learning rate {one['learning_rate']:g}" if one.get("learning_rate") is not None else ""
-            rows.append(("one device", f"standing for {one['stands_for']} replicas: global batch "
+            checked = "" if _same(data) else (f" (the {one['stands_for']} checked; the plan has "
+                                               f"{data['planned_layout']['replicas']})")
+            rows.append(("one device", f"standing for {one['stands_for']} replicas{checked}: global batch "
                                        f"{one['global_batch']}{rate}"))
         if data["per_step"]:
             rows.append(("loss", f"{data['steps']} steps, largest relative difference {_number(data['loss_difference'])} "
@@ -100,7 +102,7 @@ class CheckResult:
             rows.append(("weights", f"after step {data['steps']}: relative difference "
                                     f"{_number(data['weights_difference'])} (most in {data['weights_name']}); tolerance "
                                     f"{data['weights_tolerance']:g}"))
-        if data["equivalent"]:
+        if data["equivalent"] and data["per_step"]:
             rows.append(("tolerances", data["tolerance_why"]))
         else:
             first = data["first_step"]
@@ -116,6 +118,11 @@ class CheckResult:
             rows.append(("time", ", ".join(f"{'one device' if k == 'one_device' else 'planned layout'} {v:.1f}s"
                                            for k, v in data["seconds"].items())))
         return rows
+
+
+def _same(data: dict[str, Any]) -> bool:
+    checked, planned = data["checked_layout"], data["planned_layout"]
+    return (checked["hosts"], checked["replicas_per_host"]) == (planned["hosts"], planned["replicas_per_host"])
 
 
 def _number(value: float | None, spec: str = ".1e") -> str:
@@ -141,11 +148,14 @@ def _data_overrides(found: Planned, data: Mapping[str, str] | Sequence[str] | No
     if unknown:
         raise UserError(f"--data {unknown[0]}: the spec has no input channel {unknown[0]!r} (it has: "
                         f"{', '.join(inputs) or 'none'})", exit_codes.USAGE)
-    for name, channel in inputs.items():
-        if name not in given and not channel.uri.startswith(("file://", "/", ".")) and "://" in channel.uri:
-            raise UserError(f"inputs.{name} is {channel.uri}: the check trains here, on a local sample of it; give "
-                            f"one with --data {name}=./sample (a directory of a few hundred examples in the channel's "
-                            "format)", exit_codes.USAGE)
+    remote = [name for name, channel in inputs.items()
+              if name not in given and "://" in channel.uri and not channel.uri.startswith("file://")]
+    if remote:  # every one at once, each at its line
+        from smtrain.spec.problems import SpecError
+
+        raise SpecError([found.loaded.problem(("inputs", name), f"{inputs[name].uri}: the check trains here, on a "
+                                              f"local sample of it; give one with --data {name}=./sample (a few "
+                                              "hundred examples in the channel's format)") for name in remote])
     for name, path in given.items():
         local = Path(path.removeprefix("file://")).expanduser()
         if not local.exists():
@@ -154,14 +164,13 @@ def _data_overrides(found: Planned, data: Mapping[str, str] | Sequence[str] | No
             for name, path in given.items()]
 
 
-def _uses_smtrain_tf(found: Planned) -> bool:
-    """Whether the entry point reaches smtrain_tf (itself or through the bundle's modules): only then does an own
-    script train in smtrain's loop, which the check needs."""
+def _script_reading(found: Planned) -> Any:
+    """The entry point and the bundle's modules it imports, read (smtrain.bundle.script_reading)."""
     from smtrain.bundle.request import make_bundle
-    from smtrain.bundle.script_imports import reaches
+    from smtrain.bundle.script_reading import ScriptReading
     from smtrain.plan import program
 
-    return reaches(make_bundle(found.plan).data, program.script_program(found.plan.spec), "smtrain_tf")
+    return ScriptReading(make_bundle(found.plan).data, program.script_program(found.plan.spec))
 
 
 def _refuse_what_cannot_be_checked(found: Planned) -> None:
@@ -174,11 +183,20 @@ def _refuse_what_cannot_be_checked(found: Planned) -> None:
     if strategy in ("horovod", "smddp"):
         raise CannotCheckError(f"distribution {strategy} is not checked yet: the check compares tf.distribute "
                                "strategies (mirrored, multi_worker_mirrored)")
-    if program.kind(found.plan.spec) == program.OWN and not _uses_smtrain_tf(found):
-        raise CannotCheckError(
-            f"{found.plan.spec.code.entry_point} trains with its own loop, which the check cannot stop after a few "
-            "steps or feed in a fixed order; make it checkable: set code.wrap: true (the script runs unchanged and "
-            "the wrap controls its fit), or train with smtrain_tf.fit")
+    kind = program.kind(found.plan.spec)
+    if kind == program.BUNDLED:
+        return
+    script = found.plan.spec.code.entry_point
+    reading = _script_reading(found)
+    if kind == program.OWN and not reading.reaches("smtrain_tf"):
+        wrap = ("set code.wrap: true (the script runs unchanged and the wrap controls its model.fit), or train with "
+                "smtrain_tf.fit" if reading.calls("fit") else "train with smtrain_tf.fit (it calls no model.fit, "
+                "which code.wrap would control)")
+        raise CannotCheckError(f"{script} trains with its own loop, which the check cannot stop after a few steps or "
+                               f"feed in a fixed order; make it checkable: {wrap}")
+    if kind == program.WRAPPED and not reading.calls("fit"):
+        raise CannotCheckError(f"{script} calls no model.fit, the call the wrap runs in smtrain's loop during a "
+                               "check: a loop of its own cannot be checked; train with model.fit or smtrain_tf.fit")
 
 
 @dataclass(frozen=True)
@@ -252,8 +270,10 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
     found = plan(spec, overrides, catalog=catalog)
     refuse_findings(found.findings, strict=False)
     _refuse_what_cannot_be_checked(found)
-    samples = _data_overrides(found, data)
     layout = _layout(found)
+    if layout.replicas == 1:
+        return _one_device_plan(found, layout)
+    samples = _data_overrides(found, data)
     seed = found.plan.spec.training.seed
     common = {names.STEPS_VAR: str(int(steps)), names.SEED_VAR: str(42 if seed is None else seed),
               **({names.RANDOM_VAR: "off"} if random_layers == "off" else {})}
@@ -305,6 +325,9 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
             shutil.rmtree(work, ignore_errors=True)
     plan_ = found.plan
     notes = []
+    if random_layers == "off":
+        notes.append("dropout and noise layers were off in both runs (--random-layers off): what they do per replica "
+                     "was not compared")
     if _program(plan_) == "wrapped" and plan_.strategy != "multi_worker_mirrored":
         notes.append("during the check the wrap ran model.fit through smtrain's loop, which records the steps; on "
                      "SageMaker this job's fit is Keras's own")
@@ -321,6 +344,19 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
         one_device={"stands_for": layout.replicas, "global_batch": reference.steps[0].examples if reference.steps
                     else None, "learning_rate": reference.steps[0].learning_rate if reference.steps else None},
         seconds=seconds, notes=tuple(notes))
+
+
+def _one_device_plan(found: Planned, layout: _Layout) -> CheckResult:
+    """A plan of one replica trains as one device does by definition: nothing to run or compare."""
+    from smtrain.local.check_verdict import Verdict
+
+    plan_ = found.plan
+    where = _describe(layout.hosts, layout.replicas_per_host, plan_.strategy, plan_.instance.gpu if plan_.instance.gpus
+                      else "")
+    return CheckResult(job=plan_.spec.name, program=_program(plan_), verdict=Verdict(
+        equivalent=True, steps=0, loss_difference=None, loss_step=0, weights_difference=None, weights_name=None,
+        first_step=None), planned_layout=where, checked_layout=where, one_device={"stands_for": 1},
+        seconds={}, notes=("the plan trains on one device (one replica): there is nothing to compare, so nothing ran",))
 
 
 def _one_device_failed(info: Any, unrecorded: bool, steps: int, log: Path) -> str:

@@ -16,8 +16,8 @@
     entrypoint.py      where the bundled TensorFlow entrypoint (smtrain_entry, smtrain_wrap, smtrain_tf) is
                        installed
     request.py         Request (plan, job name, bundle, where it goes), make_request(), check_bundle()
-    script_imports.py  whether a script reaches a package through the bundle's own modules (`smtrain check`:
-                       an own script that imports smtrain_tf)
+    script_reading.py  a bundled script read for `smtrain check` (ast only): the packages it reaches through
+                       the bundle's own modules (smtrain_tf), the calls it makes (model.fit)
 
 May import: preflight, plan, spec and the shared modules. Never render or a backend.
 """

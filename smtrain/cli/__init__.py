@@ -20,7 +20,7 @@
     tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code
     check_command.py  `smtrain check SPEC`: the first steps on one device and in the planned layout compared (exit
                  0 equivalent, 1 not, 2 bad input); its options, which `submit --check` shares
-    check_render.py  check's text: the verdict, layouts, differences and tolerances, each cause with its fix
+    check_render.py  check's text: the result's rows (CheckResult.rows, which Jupyter's table shows too) in a column
     examples.py  `init --example NAME`: an example spec the package carries (smtrain/examples/), written out
 
 May import every stage: the library for every step a command takes (the layout test keeps smtrain.cli

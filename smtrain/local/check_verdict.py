@@ -194,14 +194,17 @@ def _layer_causes(planned: RunRecord) -> list[Cause]:
         seeded = [layer for layer in planned.random_layers if layer.get("seed") is not None]
         layers = planned.random_layers
         names = ", ".join(f"{layer['class']} layer '{layer['name']}'" for layer in layers)
+        off = ("to compare the rest, check with the layers off: `smtrain check --random-layers off` (`submit --check "
+               "--random-layers off`; random_layers=\"off\" from Python)")
         if seeded:
             fix = ("a fixed seed in a layer gives every replica the same random mask for its share, so the masks "
-                   "repeat across the global batch: leave the layer's seed out (seed the job with training.seed), "
-                   "and check the rest with `smtrain check --random-layers off`")
+                   "repeat across the global batch: leave the layer's seed out (seed the job with training.seed); "
+                   + off)
         else:
-            fix = ("each replica draws its own masks, which one device cannot reproduce step by step: that is "
-                   "expected, and sound when the masks are independent; check the rest with "
-                   "`smtrain check --random-layers off`")
+            fix = ("one device cannot draw the replicas' masks step by step, so this much is expected; note that "
+                   "under Keras 3 a layer's seed state is a variable the strategy mirrors, so every replica may draw "
+                   "the same mask for its share (masks repeating across the global batch), which Keras 2's "
+                   "per-replica random state does not; " + off)
         one = len(layers) == 1
         found.append(Cause("randomness", f"per-replica randomness: {names} draw{'s its' if one else ' their'} "
                            "random values on each replica, for that replica's share of the batch",

@@ -53,13 +53,21 @@ def sample(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("command", [["check"], ["submit", "--check"]])
 def test_an_s3_channel_needs_a_local_sample(tmp_path: Path, temp: Path, command: list[str]) -> None:
     stderr = _refused(temp, command[0], str(_spec(tmp_path)), *command[1:])
-    assert "inputs.train is s3://my-bucket/train" in stderr and "--data train=" in stderr
+    assert "job.yaml:7:10: inputs.train: s3://my-bucket/train: the check trains here" in stderr
+    assert "--data train=" in stderr
+
+
+def test_every_s3_channel_is_named_at_once_at_its_line(tmp_path: Path, temp: Path) -> None:
+    spec = _spec(tmp_path, {"inputs": {"train": "s3://my-bucket/train", "validation": "s3://my-bucket/val"}})
+    stderr = _refused(temp, "check", str(spec))
+    assert "inputs.train: s3://my-bucket/train" in stderr and "inputs.validation: s3://my-bucket/val" in stderr
+    assert "2 problems found" in stderr
 
 
 def test_every_s3_channel_needs_one(tmp_path: Path, temp: Path, sample: Path) -> None:
     spec = _spec(tmp_path, {"inputs": {"train": "s3://my-bucket/train", "validation": "s3://my-bucket/val"}})
     stderr = _refused(temp, "check", str(spec), "--data", f"train={sample}")
-    assert "inputs.validation is s3://my-bucket/val" in stderr and "--data validation=" in stderr
+    assert "inputs.validation: s3://my-bucket/val" in stderr and "--data validation=" in stderr
     assert "inputs.train" not in stderr
 
 
@@ -107,7 +115,22 @@ def test_an_own_loop_without_smtrain_tf_cannot_be_checked(tmp_path: Path, temp: 
                                  "# smtrain_tf is named here only in a comment\n")
     stderr = _refused(temp, "check", str(spec))
     assert "cannot check this job: train.py trains with its own loop" in stderr
-    assert "code.wrap: true" in stderr and "smtrain_tf.fit" in stderr  # what makes it checkable
+    # What makes it checkable: it calls no model.fit, so code.wrap would not help.
+    assert "train with smtrain_tf.fit (it calls no model.fit" in stderr and "set code.wrap" not in stderr
+
+
+def test_an_own_script_with_fit_is_told_code_wrap_or_smtrain_tf(tmp_path: Path, temp: Path) -> None:
+    spec = _own_script(tmp_path, "import tensorflow as tf\n\nmodel = tf.keras.Sequential()\nmodel.fit(None)\n")
+    stderr = _refused(temp, "check", str(spec))
+    assert "make it checkable: set code.wrap: true" in stderr and "or train with smtrain_tf.fit" in stderr
+
+
+def test_a_wrapped_script_without_fit_cannot_be_checked(tmp_path: Path, temp: Path) -> None:
+    spec = _own_script(tmp_path, "import tensorflow as tf\n\nfor step in range(3):\n    pass\n")
+    spec.write_text(spec.read_text(encoding="utf-8").replace("entry_point: train.py",
+                                                             "entry_point: train.py\n  wrap: true"), encoding="utf-8")
+    stderr = _refused(temp, "check", str(spec))
+    assert "cannot check this job: train.py calls no model.fit" in stderr
 
 
 def test_a_helper_beside_the_script_does_not_make_it_checkable(tmp_path: Path, temp: Path) -> None:
@@ -122,13 +145,13 @@ def test_an_own_script_importing_smtrain_tf_through_its_module_is_not_refused(tm
     spec = _own_script(tmp_path, "from helpers import training\n\ntraining.run()\n",
                        **{"helpers/__init__.py": "", "helpers/training.py": "from smtrain_tf import fit\n"})
     stderr = _refused(temp, "check", str(spec))
-    assert "cannot check" not in stderr and "inputs.train is s3://my-bucket/train" in stderr
+    assert "cannot check" not in stderr and "inputs.train: s3://my-bucket/train" in stderr
 
 
 def test_an_own_script_with_smtrain_tf_is_not_refused_for_its_loop(tmp_path: Path, temp: Path) -> None:
     spec = _own_script(tmp_path, "import smtrain_tf\n\nsmtrain_tf.fit(None)\n")
     stderr = _refused(temp, "check", str(spec))
-    assert "cannot check" not in stderr and "inputs.train is s3://my-bucket/train" in stderr
+    assert "cannot check" not in stderr and "inputs.train: s3://my-bucket/train" in stderr
 
 
 @pytest.mark.parametrize("extra", [["--force"], ["--data", "train=./sample"], ["--random-layers", "off"],
@@ -142,3 +165,12 @@ def test_check_options_without_check_are_a_usage_error(tmp_path: Path, temp: Pat
 def test_check_steps_must_be_at_least_one(tmp_path: Path, temp: Path) -> None:
     stderr = _refused(temp, "check", str(_spec(tmp_path)), "--check-steps", "0")
     assert "--check-steps" in stderr
+
+
+def test_a_plan_of_one_replica_is_equivalent_without_running(tmp_path: Path, temp: Path) -> None:
+    # One GPU on one host trains as one device does: no run, no data needed (its channel is on S3).
+    spec = _spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 1}})
+    done = smtrain("check", str(spec), "-o", "json", env={"TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    assert '"equivalent": true' in done.stdout and "nothing to compare, so nothing ran" in done.stdout
+    assert PROGRESS not in done.stderr and list(temp.iterdir()) == []

@@ -97,6 +97,7 @@ def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any) -> None:
         seen = _per_replica_examples(strategy, batch[0])
         before = inference(batch).numpy().astype(np.float64)
         rate = current_learning_rate(steps.optimizer)
+        rate = None if rate is None else float(f"{rate:.7g}")  # a float32's digits, not its binary tail
         stats = train(batch).numpy().astype(np.float64)
         records.append({"loss": _mean(stats), "inference_loss": _mean(before), "examples": float(stats[COUNT]),
                         "learning_rate": rate, "replicas": seen})
