@@ -30,10 +30,14 @@ def _contract() -> container.Contract:
     return container.read(sys.argv[1:], own_script=True)
 
 
+# True once the wrap adopted its strategy: the wrap reads a script's batches itself.
+_wrapped = False
+
+
 def adopt(dist: Distribution) -> None:
     """Make `dist` this process's strategy (the wrap builds it before the user's script runs)."""
-    global _built
-    _built = dist
+    global _built, _wrapped
+    _built, _wrapped = dist, True
 
 
 def _distribution() -> Distribution:
@@ -68,8 +72,12 @@ def _build(contract: container.Contract) -> Distribution:
 
     if check_settings.read() is not None:  # `smtrain check`: the worker's random state fixed (check/seeding.py)
         from .check.seeding import seed_tensorflow, worker_seed
+        from .wrap import own_strategy
 
         seed_tensorflow(worker_seed(), say)
+        # A batch the script makes with num_replicas_in_sync (1 on the check's one device) is recognised, as
+        # under the wrap, so that fit can make it the planned run's.
+        own_strategy.mark_replica_count(built.strategy)
     return built
 
 
@@ -232,14 +240,37 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     A known failure (NaN loss, a lost peer, out of memory, a wrong contract) is written to
     <SM_OUTPUT_DIR>/failure (the job's FailureReason) and raised again; a misuse raises ValueError.
     """
+    import tensorflow as tf
+
     from .training import fit as fitting
 
-    return fitting.fit(_distribution(), _contract(), model, train, validation, epochs=epochs,
+    dist = _distribution()
+    if isinstance(train, tf.data.Dataset) and batch_size_per_replica is None and not _wrapped:
+        train = _as_planned_in_a_check(train)
+    return fitting.fit(dist, _contract(), model, train, validation, epochs=epochs,
                        batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
                        optimizer=optimizer, callbacks=callbacks,
                        gradient_accumulation_steps=gradient_accumulation_steps, shuffle_buffer=shuffle_buffer,
                        seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
                        initial_epoch=initial_epoch, say=say)
+
+
+def _as_planned_in_a_check(train: Any) -> Any:
+    """During a check, a dataset the script batched: in the one-device run, made the planned run's global batches
+    when the script multiplied its batch by num_replicas_in_sync (a constant batch is global: it stays)."""
+    from .check import settings as check_settings
+
+    if check_settings.read() is None:
+        return train
+    from .check import rebatch
+    from .wrap import own_strategy
+
+    size = rebatch.first_batch_size(train)  # in both runs: their shuffles stay in step
+    times = check_settings.stands_for()
+    if times <= 1 or not own_strategy.dataset_batch_scaled():
+        return train
+    say(f"check: the script's batches of {size} taken {times} at a time: one device standing for {times} replicas")
+    return rebatch.as_planned(train, size, times)
 
 
 def save(model: Any) -> List[str]:

@@ -135,8 +135,10 @@ def _layout_text(layout: dict[str, Any]) -> str:
             f"({layout['strategy']}{', ' + layout['gpu'] if layout.get('gpu') else ''})")
 
 
-def _data_overrides(found: Planned, data: Mapping[str, str] | Sequence[str] | None) -> list[tuple[str, Any]]:
-    """--data NAME=PATH as overrides of the spec's channels; an s3:// channel without one is refused."""
+def _data_overrides(found: Planned, data: Mapping[str, str] | Sequence[str] | None, *,
+                    remote_needs_sample: bool = True) -> list[tuple[str, Any]]:
+    """--data NAME=PATH as overrides of the spec's channels; an s3:// channel without one is refused (unless
+    nothing will run)."""
     given: dict[str, str] = {}
     for item in (data.items() if isinstance(data, Mapping) else (data or ())):
         name, _, path = item.partition("=") if isinstance(item, str) else (item[0], "=", item[1])
@@ -150,7 +152,7 @@ def _data_overrides(found: Planned, data: Mapping[str, str] | Sequence[str] | No
                         f"{', '.join(inputs) or 'none'})", exit_codes.USAGE)
     remote = [name for name, channel in inputs.items()
               if name not in given and "://" in channel.uri and not channel.uri.startswith("file://")]
-    if remote:  # every one at once, each at its line
+    if remote and remote_needs_sample:  # every one at once, each at its line
         from smtrain.spec.problems import SpecError
 
         raise SpecError([found.loaded.problem(("inputs", name), f"{inputs[name].uri}: the check trains here, on a "
@@ -188,15 +190,17 @@ def _refuse_what_cannot_be_checked(found: Planned) -> None:
         return
     script = found.plan.spec.code.entry_point
     reading = _script_reading(found)
+    fits = reading.names("fit", "fit_generator")
     if kind == program.OWN and not reading.reaches("smtrain_tf"):
         wrap = ("set code.wrap: true (the script runs unchanged and the wrap controls its model.fit), or train with "
-                "smtrain_tf.fit" if reading.calls("fit") else "train with smtrain_tf.fit (it calls no model.fit, "
-                "which code.wrap would control)")
+                "smtrain_tf.fit" if fits else "train with smtrain_tf.fit (no model.fit was found in it or the "
+                "bundle's modules it imports, and model.fit is what code.wrap would control)")
         raise CannotCheckError(f"{script} trains with its own loop, which the check cannot stop after a few steps or "
                                f"feed in a fixed order; make it checkable: {wrap}")
-    if kind == program.WRAPPED and not reading.calls("fit"):
-        raise CannotCheckError(f"{script} calls no model.fit, the call the wrap runs in smtrain's loop during a "
-                               "check: a loop of its own cannot be checked; train with model.fit or smtrain_tf.fit")
+    if kind == program.WRAPPED and not fits:
+        raise CannotCheckError(f"no model.fit was found in {script} or the bundle's modules it imports, and model.fit "
+                               "is the call the wrap runs in smtrain's loop during a check: a loop of its own cannot "
+                               "be checked; train with model.fit or smtrain_tf.fit")
 
 
 @dataclass(frozen=True)
@@ -271,8 +275,14 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
     refuse_findings(found.findings, strict=False)
     _refuse_what_cannot_be_checked(found)
     layout = _layout(found)
-    if layout.replicas == 1:
+    if layout.planned_hosts * layout.planned_per_host == 1:
+        _data_overrides(found, data, remote_needs_sample=False)  # a wrong --data is still refused
         return _one_device_plan(found, layout)
+    if layout.replicas == 1:
+        raise CannotCheckError(f"its plan trains {layout.planned_per_host} replicas on one host under "
+                               f"{found.plan.strategy}, which gives a worker without GPUs one device here (TensorFlow's "
+                               "rule), so the planned replicas cannot be run on this machine; check it with "
+                               "distribution.strategy: mirrored, which trains the same replicas on one host")
     samples = _data_overrides(found, data)
     seed = found.plan.spec.training.seed
     common = {names.STEPS_VAR: str(int(steps)), names.SEED_VAR: str(42 if seed is None else seed),
@@ -351,8 +361,8 @@ def _one_device_plan(found: Planned, layout: _Layout) -> CheckResult:
     from smtrain.local.check_verdict import Verdict
 
     plan_ = found.plan
-    where = _describe(layout.hosts, layout.replicas_per_host, plan_.strategy, plan_.instance.gpu if plan_.instance.gpus
-                      else "")
+    where = _describe(layout.planned_hosts, layout.planned_per_host, plan_.strategy,
+                      plan_.instance.gpu if plan_.instance.gpus else "")
     return CheckResult(job=plan_.spec.name, program=_program(plan_), verdict=Verdict(
         equivalent=True, steps=0, loss_difference=None, loss_step=0, weights_difference=None, weights_name=None,
         first_step=None), planned_layout=where, checked_layout=where, one_device={"stands_for": 1},

@@ -1,5 +1,5 @@
 """A bundled script read as `smtrain check` needs it (ast only; nothing runs): whether it reaches a package
-through its imports, and whether it makes a given call, in itself or the bundle's modules it imports.
+through its imports, and whether it names a method (model.fit), in itself or the bundle's modules it imports.
 
 Imports are followed at any depth: `import a.b`, `from a import b` and relative ones (`from . import x`,
 `from .pkg import y`), each found as the bundle's `a/b.py` or `a/b/__init__.py` beside the code directory's
@@ -74,7 +74,10 @@ class ScriptReading:
         """Whether the script or a module of the bundle it imports imports `package`."""
         return package in self.modules
 
-    def calls(self, method: str) -> bool:
-        """Whether any of them calls `<something>.method(...)` (a model's fit, say)."""
-        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+    def names(self, *attributes: str) -> bool:
+        """Whether any of them names one of `attributes` on something (`model.fit(...)`, `train = model.fit`), or as
+        a string (`getattr(model, "fit")`): a guess that errs towards yes."""
+        wanted = set(attributes)
+        return any((isinstance(node, ast.Attribute) and node.attr in wanted) or
+                   (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in wanted)
                    for tree in self.trees for node in ast.walk(tree))

@@ -33,6 +33,7 @@ class RunRecord:
     batch_norm: tuple[str, ...] = ()  # BatchNormalization layers that are not synchronized
     random_layers: tuple[dict[str, Any], ...] = ()  # {"name", "class", "seed"}
     weights: tuple[dict[str, Any], ...] = field(default=())  # the planned run's: each weight against the reference's
+    steps_per_epoch: int = 0  # 0: not recorded
 
 
 def cannot_check_reason(directory: Path) -> str | None:
@@ -63,4 +64,4 @@ def read_run(directory: Path) -> RunRecord | None:
                      stands_for=int(chief.get("stands_for") or 1), steps=tuple(steps),
                      batch_norm=tuple(layer["name"] for layer in found_layers.get("batch_norm", ())),
                      random_layers=tuple(found_layers.get("random", ())),
-                     weights=tuple(chief.get("weights") or ()))
+                     weights=tuple(chief.get("weights") or ()), steps_per_epoch=int(chief.get("steps_per_epoch") or 0))

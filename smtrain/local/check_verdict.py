@@ -110,6 +110,18 @@ def _examples(step: StepRecord) -> Counter[str]:
     return Counter(e for replica in step.replicas for e in replica)
 
 
+# Chance meetings an unseeded shuffle's examples would have with one device's before a difference with none is
+# taken for augmentation: e^-7 (about 1e-3) is the chance of none by luck.
+MEETINGS_FOR_AUGMENTATION = 7.0
+
+
+def _meetings_expected(one: RunRecord, unmatched: int, distinct: int) -> float:
+    """How many of `unmatched` examples, drawn at random from the data, would be among one device's `distinct`
+    ones; 0 when the size of the data is not known."""
+    size = one.steps_per_epoch * (one.steps[0].examples if one.steps else 0)
+    return unmatched * distinct / size if size else 0.0
+
+
 def _data_cause(one: RunRecord, planned: RunRecord, steps: int) -> Cause | None:
     wanted: Counter[str] = Counter()
     taken: Counter[str] = Counter()
@@ -134,10 +146,11 @@ def _data_cause(one: RunRecord, planned: RunRecord, steps: int) -> Cause | None:
     counts = {"first_step": first + 1, "examples": total, "taken_again": extra, "never_taken": missing,
               "same_step_overlaps": overlapping}
     size = planned.steps[first].examples
-    if not overlapping and not any(example in wanted for example in unmatched):
-        # What the steps took apart from one device's is nothing one device took at any step, and no two replicas
-        # share an example: not another choice of examples (an unseeded shuffle's would meet one device's), but
-        # the features themselves changed at random in the input pipeline, per worker (augmentation).
+    if not overlapping and not any(example in wanted for example in unmatched) and \
+            _meetings_expected(one, sum(unmatched.values()), len(wanted)) >= MEETINGS_FOR_AUGMENTATION:
+        # What the steps took apart from one device's is nothing one device took at any step, no two replicas
+        # share an example, and another choice from the same data would have met one device's examples many times
+        # over: the features themselves changed at random in the input pipeline, per worker (augmentation).
         changed = sum(unmatched.values())
         says = (f"per-replica randomness in the data: {changed} of the {total} examples the planned run's "
                 f"{plural(planned.replicas, 'replica')} took in {plural(steps, 'step')} are like none one device "
@@ -148,13 +161,16 @@ def _data_cause(one: RunRecord, planned: RunRecord, steps: int) -> Cause | None:
                "into the model as Keras preprocessing layers and check with --random-layers off")
         return Cause("randomness", says, fix, {**counts, "changed": changed})
     if extra or missing or overlapping:
+        maybe = ("" if overlapping or any(example in wanted for example in unmatched) else
+                 "; or, as none of them is one device's, the input pipeline changes examples at random per worker "
+                 "(augmentation): more steps (--check-steps) tell the two apart")
         says = (f"data: in {plural(steps, 'step')} the planned run's {plural(planned.replicas, 'replica')} took "
                 f"{total} examples: {extra} of them more often than one device did (duplicated) and {missing} of one "
                 f"device's never; {overlapping} times two replicas got the same example in the same step")
         fix = ("the workers do not share one order of the data: a shuffle (tf.data or NumPy) without a seed before "
                "the data is split between workers gives each worker its own order, so they overlap and miss "
                "examples; give the shuffle a seed (dataset.shuffle(n, seed=...)), or split first (by file) and "
-               "shuffle each worker's share")
+               "shuffle each worker's share") + maybe
     else:
         says = (f"data order: the planned run takes the same examples as one device in another order (step "
                 f"{first + 1} shares {common} of its {size} examples with one device's)")

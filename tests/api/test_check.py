@@ -190,7 +190,7 @@ def test_smtrain_tf_fit_is_checked_and_a_model_built_outside_the_scope_is_the_ca
     assert "with smtrain_tf.strategy().scope():" in cause["fix"]
 
 
-def test_an_own_script_scaling_with_smtrain_tf_helpers_is_equivalent(digits: Path, tmp_path: Path) -> None:
+def test_an_own_script_scaling_its_rate_and_batch_for_the_replicas_is_equivalent(digits: Path, tmp_path: Path) -> None:
     spec = _spec(tmp_path, digits, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 2, "max_run": "15m"},
                                     "code": {"source_dir": str(CODE), "entry_point": "helper_scaled.py"}})
     result = smtrain.check(spec, steps=5)

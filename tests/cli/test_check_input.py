@@ -116,7 +116,7 @@ def test_an_own_loop_without_smtrain_tf_cannot_be_checked(tmp_path: Path, temp: 
     stderr = _refused(temp, "check", str(spec))
     assert "cannot check this job: train.py trains with its own loop" in stderr
     # What makes it checkable: it calls no model.fit, so code.wrap would not help.
-    assert "train with smtrain_tf.fit (it calls no model.fit" in stderr and "set code.wrap" not in stderr
+    assert "train with smtrain_tf.fit (no model.fit was found in it" in stderr and "set code.wrap" not in stderr
 
 
 def test_an_own_script_with_fit_is_told_code_wrap_or_smtrain_tf(tmp_path: Path, temp: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_wrapped_script_without_fit_cannot_be_checked(tmp_path: Path, temp: Pa
     spec.write_text(spec.read_text(encoding="utf-8").replace("entry_point: train.py",
                                                              "entry_point: train.py\n  wrap: true"), encoding="utf-8")
     stderr = _refused(temp, "check", str(spec))
-    assert "cannot check this job: train.py calls no model.fit" in stderr
+    assert "cannot check this job: no model.fit was found in train.py" in stderr
 
 
 def test_a_helper_beside_the_script_does_not_make_it_checkable(tmp_path: Path, temp: Path) -> None:
@@ -174,3 +174,17 @@ def test_a_plan_of_one_replica_is_equivalent_without_running(tmp_path: Path, tem
     assert done.returncode == 0, done.stderr
     assert '"equivalent": true' in done.stdout and "nothing to compare, so nothing ran" in done.stdout
     assert PROGRESS not in done.stderr and list(temp.iterdir()) == []
+
+
+def test_one_host_of_several_gpus_under_multi_worker_mirrored_cannot_be_run_here(tmp_path: Path, temp: Path) -> None:
+    spec = _spec(tmp_path, {"compute": {"instance_type": "ml.g5.12xlarge", "nodes": 1},
+                            "distribution": {"strategy": "multi_worker_mirrored"}})
+    stderr = _refused(temp, "check", str(spec))
+    assert "cannot check this job: its plan trains 4 replicas on one host under multi_worker_mirrored" in stderr
+    assert "distribution.strategy: mirrored" in stderr
+
+
+def test_a_wrong_data_is_refused_even_when_nothing_would_run(tmp_path: Path, temp: Path) -> None:
+    spec = _spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 1}})
+    stderr = _refused(temp, "check", str(spec), "--data", "nosuch=/nonexistent")
+    assert "--data nosuch" in stderr

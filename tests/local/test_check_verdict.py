@@ -7,6 +7,7 @@ its kind, its counts, its text and its fix. No TensorFlow: tests/api/test_check.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -350,8 +351,21 @@ def test_a_failed_planned_run() -> None:
 def test_examples_one_device_never_had_are_augmentation_not_overlap() -> None:
     # Worker 2 changes its examples at random (an unseeded augmentation in the input pipeline): its features
     # match none of one device's, which is no duplicate and no missing example but randomness in the data.
-    one = _run([_step([["a", "b", "c", "d"]], 2.3), _step([["e", "f", "g", "h"]], 2.2)], replicas=1)
+    # The data holds 4 examples (an epoch of 1 step): another choice from it would have met one device's
+    # examples 4 x 8 / 4 = 8 times, and met none.
+    one = dataclasses.replace(_run([_step([["a", "b", "c", "d"]], 2.3), _step([["e", "f", "g", "h"]], 2.2)],
+                                   replicas=1), steps_per_epoch=1)
     planned = _run([_step([["a", "b"], ["c*", "d*"]], 2.31), _step([["e", "f"], ["g*", "h*"]], 2.21)], replicas=2)
     cause = compare(one, planned).causes[0]
     assert cause.kind == "randomness" and cause.counts["changed"] == 4
     assert "4 of the 8 examples" in cause.says and "augmentation" in cause.says
+
+
+def test_too_few_steps_of_much_data_do_not_call_a_shuffle_augmentation() -> None:
+    # The same records from data of 60,000 examples: an unseeded shuffle's examples would rarely meet one
+    # device's 8 by chance, so nothing tells the two apart: a data cause that names both.
+    one = dataclasses.replace(_run([_step([["a", "b", "c", "d"]], 2.3), _step([["e", "f", "g", "h"]], 2.2)],
+                                   replicas=1), steps_per_epoch=15_000)
+    planned = _run([_step([["a", "b"], ["c*", "d*"]], 2.31), _step([["e", "f"], ["g*", "h*"]], 2.21)], replicas=2)
+    cause = compare(one, planned).causes[0]
+    assert cause.kind == "data" and "augmentation" in cause.fix and "--check-steps" in cause.fix

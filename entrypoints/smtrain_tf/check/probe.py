@@ -73,8 +73,9 @@ def refuse(settings: CheckSettings, why: str) -> None:
     os._exit(3)
 
 
-def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any) -> None:
-    """Run and record `settings.steps` steps from the runner's iterator; never returns."""
+def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any, steps_per_epoch: int) -> None:
+    """Run and record `settings.steps` steps from the runner's iterator; never returns. `steps_per_epoch` is
+    recorded: with the batch it tells how many examples the data holds (smtrain weighs chance meetings by it)."""
     if dist.kind == PS:
         refuse(settings, "a parameter-server job trains on workers the chief only schedules: its steps cannot be "
                          "compared one by one")
@@ -104,7 +105,8 @@ def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any) -> None:
     record: Dict[str, Any] = {
         "worker": dist.worker_index, "workers": dist.num_workers, "replicas": dist.num_replicas,
         "local_replicas": len(records[0]["replicas"]) if records else 0, "strategy": dist.kind,
-        "stands_for": settings.stands_for, "layers": layers.inventory(model), "steps": records}
+        "stands_for": settings.stands_for, "layers": layers.inventory(model), "steps_per_epoch": int(steps_per_epoch),
+        "steps": records}
     if dist.is_chief:
         weights.save_end(settings, model)
         if not settings.is_reference:

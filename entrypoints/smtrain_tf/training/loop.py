@@ -113,7 +113,7 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
     if checking is not None:  # `smtrain check`: the first steps recorded one by one, then the process ends
         from ..check import probe
 
-        probe.run(checking, dist, runner, steps)
+        probe.run(checking, dist, runner, steps, cfg.steps_per_epoch)
     hooks = hooks or EpochHooks()
     measures = steps.measures
     progress = start

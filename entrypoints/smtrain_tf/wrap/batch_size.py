@@ -70,40 +70,19 @@ def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tup
     return given, int(rows * (1.0 - float(given.get("validation_split") or 0.0)))
 
 
-def _first_batch_size(dataset: Any) -> int:
-    """The size of the script's first batch, read from the data. Both runs of a check read it, so a shuffle that
-    reshuffles at each iteration gives both the same order afterwards."""
-    import tensorflow as tf
-
-    first = next(iter(dataset.take(1)))
-    return int(tf.shape(tf.nest.flatten(first)[0])[0])
-
-
 def as_planned_batches(ctx: WrapContext, dataset: Any) -> Any:
-    """During a check, a dataset the script batches; in the one-device run, its batches made the planned run's.
-
-    A batch the script multiplied by num_replicas_in_sync (1 on one device), or one the settings read as one
-    replica's, becomes that times the replicas the device stands for; a batch read as global stays as it is.
-    The epochs keep their composition: with the script's last batch partial, the last one here is too; with
-    drop_remainder (a fixed batch shape), it is dropped here as it is there.
-    """
+    """During a check, a dataset the script batches (check/rebatch.py); in the one-device run, its batches made
+    the planned run's: a batch the script multiplied by num_replicas_in_sync (1 on one device), or one the
+    settings read as one replica's, becomes that times the replicas the device stands for; one read as global
+    stays as it is."""
     if check_settings.read() is None:
         return dataset
-    size = _first_batch_size(dataset)
+    from ..check import rebatch
+
+    size = rebatch.first_batch_size(dataset)  # in both runs: their shuffles stay in step
     times = ctx.planned_replicas // max(ctx.replicas, 1)
     if times <= 1 or (ctx.settings.batch == GLOBAL and not own_strategy.dataset_batch_scaled()):
         return dataset
-    import math
-
-    import tensorflow as tf
-
     ctx.say_once(f"check: the script's batches of {size} taken {times} at a time: one device standing for "
                  f"{plural(ctx.planned_replicas, 'replica')}")
-    fixed = tf.nest.flatten(dataset.element_spec)[0].shape[:1].is_fully_defined()
-    rebatched = dataset.unbatch().batch(size * times, drop_remainder=fixed)
-    batches = int(dataset.cardinality())
-    if batches < 0:
-        return rebatched  # unknown or endless, as the script's own
-    # All batches but the script's last are full: its examples make exactly this many batches here.
-    return rebatched.apply(tf.data.experimental.assert_cardinality(batches // times if fixed
-                                                                   else math.ceil(batches / times)))
+    return rebatch.as_planned(dataset, size, times)

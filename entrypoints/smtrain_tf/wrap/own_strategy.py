@@ -140,6 +140,8 @@ def _mark_replica_count(strategy: Any) -> None:
 
 def _mark_dataset_batch() -> None:
     original = tf.data.Dataset.batch
+    if getattr(original, "_smtrain_marked", False):
+        return
 
     def batch(self: Any, batch_size: Any, *args: Any, **kwargs: Any) -> Any:
         if scaled_by_script(batch_size):
@@ -147,13 +149,20 @@ def _mark_dataset_batch() -> None:
         return original(self, batch_size, *args, **kwargs)
 
     batch.__doc__ = original.__doc__
+    batch._smtrain_marked = True  # type: ignore[attr-defined]
     tf.data.Dataset.batch = batch  # type: ignore[method-assign]
+
+
+def mark_replica_count(strategy: Any) -> None:
+    """`strategy.num_replicas_in_sync` records the products made with it, and Dataset.batch a batch made so
+    (the wrap's patch below; smtrain_tf's strategy() during a check, outside the wrap)."""
+    _mark_replica_count(strategy)
+    _mark_dataset_batch()
 
 
 def patch(ctx: WrapContext) -> None:
     """Only under a strategy the wrap set: on one device the script's own strategy is the one it builds."""
-    _mark_replica_count(ctx.dist.strategy)
-    _mark_dataset_batch()
+    mark_replica_count(ctx.dist.strategy)
     for original in (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy,
                      getattr(tf.distribute.experimental, "MultiWorkerMirroredStrategy", None)):
         if isinstance(original, type):
