@@ -11,10 +11,11 @@ and the functions a training script of your own may call to follow the same cont
     smtrain_tf.save(model)
 
 The names in `__all__` are the whole public face; everything else (the subpackages, names with a
-leading underscore) may change without notice. Importing this package imports neither TensorFlow
-nor anything else heavy: each function is loaded on first use, and the ones that need TensorFlow
-import it then. `smtrain_tf.scaling`, `.contract.hyperparameters` and `.models.names` (plain Python)
-are imported by smtrain itself at plan time.
+leading underscore) may change without notice. Importing this package imports neither TensorFlow nor
+anything else heavy (during `smtrain check` only, NumPy, to seed it): each function is loaded on
+first use, and the ones that need TensorFlow import it then. `smtrain_tf.scaling`,
+`.contract.hyperparameters` and `.models.names` (plain Python) are imported by smtrain itself at
+plan time.
 
 It must not import `smtrain`: only this directory (with smtrain_entry.py and smtrain_wrap.py) is
 shipped in the job's source bundle.

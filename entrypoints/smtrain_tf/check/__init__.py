@@ -9,10 +9,11 @@ this package, which runs them one at a time and writes what each saw and did; th
     weights.py    the weights written (start, end) and the planned run's end set against the reference's
     probe.py      the steps: each replica's examples (fingerprints), the loss before and after, the rate
     seeding.py    each worker's unseeded randomness fixed (the job's seed + its index); an op's own seed kept
+    rebatch.py    a dataset the script batches: in the one-device run, its batches made the planned run's
 
 Elsewhere in smtrain_tf, a check run (SMTRAIN_CHECK_DIR set) changes only this: the one-device run's batch
 and rate rules count the replicas it stands for (wrap/context.py, training/session.py and fit.py, a script's
-own batches in wrap/batch_size.py), the wrap sends every fit through smtrain's loop (wrap/keras_fit.py) with
+own batches in wrap/batch_size.py and _api.fit), the wrap sends every fit through smtrain's loop (wrap/keras_fit.py) with
 the script's own strategy taken as the wrap's (wrap/patches.py), and tf.distribute splits data by element
 from one order (data/pipeline.py, training/user_data.py).
 
