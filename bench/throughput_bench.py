@@ -13,7 +13,10 @@ tf.function call, in every variant:
   tuned_fit    fit on tf.data (from_tensor_slices, shuffle, batch, prefetch(AUTOTUNE)), steps_per_execution=20
   smtrain_fit  smtrain_tf.fit(model, (x, y), ...) on the same compiled model
   entrypoint   entrypoints/smtrain_entry.py --model mlp|cnn on the same data as NPZ channels
-  wrapped      the plain_fit script unchanged under entrypoints/smtrain_wrap.py
+  wrapped      the plain_fit script unchanged under entrypoints/smtrain_wrap.py (its fit tuned: several steps
+               per call, smtrain_tf/wrap/fit_tuning.py)
+  wrapped_untuned  the same with SMTRAIN_WRAP_TUNING=off (code.wrap_tuning: false): Keras's fit as the script
+               compiles it, as the wrap ran it before the tuning
   hand_loop    tf.data + a tf.function running 20 GradientTape steps per call: the practical ceiling
 
 Each variant is a fresh process. examples/s counts training time only (not evaluation), steady state:
@@ -25,7 +28,13 @@ The mlp trains on full epochs (1,875 steps); the cnn, about 20x slower per examp
 Fairness on a shared machine: the variants run in rounds, each round in the reverse order of the last,
 and the figures are medians over all rounds.
 
-    .venv/bin/python bench/throughput_bench.py [--out FILE] [--rounds 2] [--cnn-rounds 1] [--models mlp,cnn]
+The planned layouts, locally (mlp, 2 epochs, the wrapped script tuned and untuned, alternating): one host
+of 2 CPU replicas under Mirrored (SMTRAIN_CPU_REPLICAS=2) and 2 hosts under MultiWorkerMirrored (two
+processes on this machine, whose 2 cores they share), examples/s of the chief's second epoch, training
+and evaluation both (smtrain's loop gives callbacks no evaluation events to time it by).
+
+    .venv/bin/python bench/throughput_bench.py [--out FILE] [--rounds 3] [--cnn-rounds 1] [--models mlp,cnn]
+                                               [--layout-rounds 1]
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import argparse
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -57,7 +67,8 @@ SHUFFLE_BUFFER = 10_000  # the entrypoint's default
 LEARNING_RATE = 0.001
 TARGET = 0.97
 SEED = 42
-VARIANTS = ("plain_fit", "tuned_fit", "smtrain_fit", "entrypoint", "wrapped", "hand_loop")
+VARIANTS = ("plain_fit", "tuned_fit", "smtrain_fit", "entrypoint", "wrapped", "wrapped_untuned", "hand_loop")
+LAYOUTS = ("mirrored_2_replicas", "multi_worker_mirrored_2_hosts")
 # Per model: epochs run, steps per epoch (None: the whole training set), held-out examples evaluated.
 SETTINGS: dict[str, dict[str, Any]] = {
     "mlp": {"epochs": 3, "steps_per_epoch": None, "eval_examples": HELD_OUT_EXAMPLES},
@@ -163,12 +174,15 @@ def worker(variant: str, model_name: str, data: Path, validation: Path, epochs: 
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.began = time.perf_counter()
+            self.seconds: float | None = None
 
         def on_test_begin(self, logs: Any = None) -> None:
             self.seconds = time.perf_counter() - self.began
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            _say(epoch + 1, float(logs["val_accuracy"]), examples, self.seconds)
+            # (Under MultiWorkerMirrored the wrap's fit is smtrain's loop, which evaluates without test events.)
+            seconds = self.seconds if self.seconds is not None else time.perf_counter() - self.began
+            _say(epoch + 1, float(logs["val_accuracy"]), examples, seconds)
 
     if variant == "plain_fit":
         model.compile(keras.optimizers.Adam(LEARNING_RATE), loss, metrics=["accuracy"])
@@ -226,13 +240,14 @@ def _hand_loop(tf: Any, model: Any, loss: Any, x: np.ndarray, y: np.ndarray, xv:
 
 # --- the driver ---------------------------------------------------------------------------------------------
 
-def _env(base: Path, channels: dict[str, Path], hyperparameters: dict[str, Any]) -> dict[str, str]:
+def _env(base: Path, channels: dict[str, Path], hyperparameters: dict[str, Any],
+         hosts: tuple[str, ...] = ("algo-1",), current: str = "algo-1") -> dict[str, str]:
     """The SageMaker container's contract for one host, as tests/entrypoint/sagemaker_env.py builds it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "TF_CONFIG", "SAGEMAKER_", "SMTRAIN_"))}
     env.update({
         "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "",
         "SAGEMAKER_BASE_DIR": str(base), "SM_MODEL_DIR": str(base / "model"), "SM_OUTPUT_DIR": str(base / "output"),
-        "SM_CHANNELS": json.dumps(sorted(channels)), "SM_HOSTS": json.dumps(["algo-1"]), "SM_CURRENT_HOST": "algo-1",
+        "SM_CHANNELS": json.dumps(sorted(channels)), "SM_HOSTS": json.dumps(list(hosts)), "SM_CURRENT_HOST": current,
         "SM_NUM_GPUS": "0", "SM_HPS": json.dumps(hyperparameters), "PYTHONPATH": str(ENTRYPOINTS),
     })
     for name, path in channels.items():
@@ -273,14 +288,15 @@ def run_variant(variant: str, model: str, work: Path, channels: dict[str, Path])
             argv += [f"--{key}", str(value)]
         env, cwd, prefix = _env(base, used, hyperparameters), ENTRYPOINTS, "epoch="
     else:
-        argv = ["--worker", "plain_fit" if variant == "wrapped" else variant, "--model", model,
+        argv = ["--worker", "plain_fit" if variant.startswith("wrapped") else variant, "--model", model,
                 "--train", str(used["train"]), "--validation", str(validation), "--epochs", str(settings["epochs"])]
         if settings["steps_per_epoch"]:
             argv += ["--steps-per-epoch", str(settings["steps_per_epoch"])]
         env, cwd = _env(base, used, {}), work
         prefix = "epoch=" if variant == "smtrain_fit" else "bench epoch="
-        if variant == "wrapped":
+        if variant.startswith("wrapped"):
             env["SMTRAIN_WRAP_SCRIPT"] = str(Path(__file__).resolve())
+            env["SMTRAIN_WRAP_TUNING"] = "off" if variant == "wrapped_untuned" else "on"
             argv = [sys.executable, str(WRAP), *argv]
         else:
             argv = [sys.executable, str(Path(__file__).resolve()), *argv]
@@ -292,6 +308,62 @@ def run_variant(variant: str, model: str, work: Path, channels: dict[str, Path])
             "val_accuracy": [float(f["val_accuracy"]) for _, f in epochs],
             "examples_per_sec": [float(f["examples_per_sec"]) for _, f in epochs],
             "total_s": round(lines[-1][0], 2)}
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], epochs: int = 2) -> float:
+    """The wrapped mlp script on a planned layout: examples/s of the chief's last epoch."""
+    used = {"train": channels["train"], "validation": channels["validation"]}
+    argv = [sys.executable, str(WRAP), "--worker", "plain_fit", "--model", "mlp", "--train", str(used["train"]),
+            "--validation", str(used["validation"]), "--epochs", str(epochs)]
+    names = ("algo-1", "algo-2") if layout == "multi_worker_mirrored_2_hosts" else ("algo-1",)
+    addresses = [f"127.0.0.1:{port}" for port in _free_ports(len(names))]
+    processes = []
+    for index, name in enumerate(names):
+        base = Path(tempfile.mkdtemp(prefix=f"{layout}-{tuning}-{name}-", dir=work))
+        env = _env(base, used, {}, hosts=names, current=name)
+        env.update({"SMTRAIN_WRAP_SCRIPT": str(Path(__file__).resolve()), "SMTRAIN_WRAP_TUNING": tuning})
+        if len(names) > 1:
+            env["SM_FRAMEWORK_PARAMS"] = json.dumps({"sagemaker_multi_worker_mirrored_strategy_enabled": True})
+            env["TF_CONFIG"] = json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index},
+                                           "environment": "cloud"})
+        else:
+            env["SMTRAIN_CPU_REPLICAS"] = "2"
+        processes.append(subprocess.Popen(argv, env=env, cwd=str(work), stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, text=True))
+    outputs = [process.communicate()[0] for process in processes]
+    if any(process.returncode for process in processes):
+        raise SystemExit(f"{layout} {tuning}: exited {[p.returncode for p in processes]}:\n{outputs[0][-3000:]}")
+    rates = [float(_fields(line)["examples_per_sec"]) for line in outputs[0].splitlines()
+             if line.startswith("bench epoch=")]
+    return rates[-1]
+
+
+def layout_figures(work: Path, channels: dict[str, Path], rounds: int) -> dict[str, Any]:
+    """Tuned and untuned wrapped runs on each planned layout, alternating (see the module's docstring)."""
+    figures: dict[str, Any] = {}
+    for layout in LAYOUTS:
+        rates: dict[str, list[float]] = {"on": [], "off": []}
+        order = ["on", "off"]
+        for _ in range(rounds):
+            for tuning in order:
+                rates[tuning].append(run_layout(layout, tuning, work, channels))
+                print(f"{layout} tuning={tuning}: {rates[tuning][-1]:.0f}", file=sys.stderr, flush=True)
+            order.reverse()
+        tuned, untuned = statistics.median(rates["on"]), statistics.median(rates["off"])
+        figures[layout] = {"wrapped_examples_per_sec": round(tuned), "wrapped_untuned_examples_per_sec": round(untuned),
+                           "each_run": {"wrapped": rates["on"], "wrapped_untuned": rates["off"]},
+                           "ratio_tuned_to_untuned": round(tuned / untuned, 2)}
+    return figures
 
 
 def _to_target(run: dict[str, Any]) -> tuple[int | None, float | None]:
@@ -321,7 +393,7 @@ def _ratio(figures: dict[str, Any], top: str, bottom: str) -> float:
     return round(figures[top]["examples_per_sec"] / figures[bottom]["examples_per_sec"], 2)
 
 
-def bench(models: list[str], rounds: dict[str, int]) -> dict[str, Any]:
+def bench(models: list[str], rounds: dict[str, int], layout_rounds: int = 1) -> dict[str, Any]:
     began = time.time()
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
@@ -348,9 +420,18 @@ def bench(models: list[str], rounds: dict[str, int]) -> dict[str, Any]:
                     "smtrain_fit/plain_fit": _ratio(figures, "smtrain_fit", "plain_fit"),
                     "smtrain_fit/tuned_fit": _ratio(figures, "smtrain_fit", "tuned_fit"),
                     "wrapped/plain_fit": _ratio(figures, "wrapped", "plain_fit"),
+                    "wrapped/hand_loop": _ratio(figures, "wrapped", "hand_loop"),
+                    "wrapped_untuned/hand_loop": _ratio(figures, "wrapped_untuned", "hand_loop"),
+                    "wrapped/wrapped_untuned": _ratio(figures, "wrapped", "wrapped_untuned"),
                 },
+                # The run's own noise: the hand loop's slowest and fastest steady epochs over its median (on
+                # this shared 2-core machine single epochs of one variant differ by up to a fifth).
+                "hand_loop_noise": [round(figures["hand_loop"]["examples_per_sec_spread"][i]
+                                          / figures["hand_loop"]["examples_per_sec"], 2) for i in (0, 1)],
                 "runs": runs,
             }
+        if layout_rounds > 0:
+            results["planned_layouts"] = layout_figures(work, channels, layout_rounds)
     import tensorflow as tf
 
     return {
@@ -373,8 +454,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--models", default="mlp,cnn")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of the mlp variants")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the mlp variants")
     parser.add_argument("--cnn-rounds", type=int, default=1, help="rounds of the cnn variants")
+    parser.add_argument("--layout-rounds", type=int, default=1, help="rounds of the planned layouts (0: none)")
     # A variant run in this process (the driver starts these).
     parser.add_argument("--worker", choices=("plain_fit", "tuned_fit", "smtrain_fit", "hand_loop"),
                         help=argparse.SUPPRESS)
@@ -388,7 +470,7 @@ def main() -> None:
         worker(args.worker, args.model, args.train, args.validation, args.epochs, args.steps_per_epoch)
         return
     models = [m for m in args.models.split(",") if m]
-    result = bench(models, {"mlp": args.rounds, "cnn": args.cnn_rounds})
+    result = bench(models, {"mlp": args.rounds, "cnn": args.cnn_rounds}, args.layout_rounds)
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")

@@ -1,7 +1,8 @@
 """The cost of the wrap: the same plain Keras script run plainly and under smtrain_wrap.py.
 
 Both runs use the default strategy (one process, no GPU), the same data, model, seed and batch
-size per replica (32, as the script's users write it), in fresh processes that alternate, so that
+size per replica (32, as the script's users write it), and fit as the script compiled it
+(SMTRAIN_WRAP_TUNING=off: the tuning's gain is throughput_bench.py's), in fresh processes that alternate, so that
 a slower moment of the machine falls on both. The script times each epoch itself with a Keras
 callback (the first epoch, which traces the step, is left out) and prints examples/s; the figure
 is the median over epochs and repeats. The wrap's overhead is (plain - wrapped) / plain.
@@ -86,6 +87,9 @@ def run(kind: str, work: Path, epochs: int) -> list[float]:
         argv = [sys.executable, str(script), *args]
     else:
         env["SMTRAIN_WRAP_SCRIPT"] = str(script)
+        # The wrap's own cost, with fit run as the script compiled it: its tuning (several steps per call)
+        # is a gain of its own, measured against a hand-written loop by throughput_bench.py.
+        env["SMTRAIN_WRAP_TUNING"] = "off"
         argv = [sys.executable, str(WRAP), *args]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=work, timeout=1800)
     if done.returncode != 0:

@@ -192,7 +192,8 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
         batch_size_per_replica: Optional[int] = None, steps_per_epoch: Optional[int] = None, loss: Any = None,
         optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
         gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
-        checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0) -> Any:
+        checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0,
+        steps_per_execution: Optional[int] = None) -> Any:
     """Train `model` under the job's strategy with the bundled entrypoint's loop; return a keras History.
 
     Works under every strategy strategy() builds (default, Mirrored, MultiWorkerMirrored, parameter
@@ -227,6 +228,8 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
       `model.stop_training` stops the training. fit itself writes TensorBoard scalars (chief only) into
       <SM_OUTPUT_DIR>/tensorboard (SMTRAIN_TENSORBOARD_DIR; off for none), without the tensorboard
       package; the n-th call in fit-<n>/.
+    - `steps_per_execution`: training steps per tf.function call (default the steps_per_execution
+      hyperparameter, else 20); a call never runs past an epoch's end, a checkpoint or a progress line.
     - `initial_epoch`: the epoch to start from (epochs counts from 0 to `epochs`, as in Keras).
     - `checkpoint`: checkpoints (model, optimizer, progress) in checkpoint_dir() at every epoch
       end (and every SMTRAIN_CHECKPOINT_EVERY_STEPS steps); a restarted job (spot) resumes from the
@@ -252,7 +255,7 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
                        optimizer=optimizer, callbacks=callbacks,
                        gradient_accumulation_steps=gradient_accumulation_steps, shuffle_buffer=shuffle_buffer,
                        seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
-                       initial_epoch=initial_epoch, say=say)
+                       initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say)
 
 
 def _as_planned_in_a_check(train: Any) -> Any:

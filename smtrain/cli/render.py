@@ -163,6 +163,10 @@ def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[s
         rate = (f"x {w.lr_factor:g} ({w.lr_scaling} scaling)" if w.lr_scaling
                 else "as your script sets it (training.lr_scaling not set)")
         lines.append(f"  wrap          batch: {batch}; learning rate: {rate}")
+        fit = ("Keras's fit runs several steps per call (code.wrap_tuning), unless your script sets "
+               "steps_per_execution or a callback acts on every batch" if w.tuning
+               else "Keras's fit as your script compiles it (code.wrap_tuning: false)")
+        lines.append(f"  wrap fit      {fit}")
     else:
         made = f", made from {plan.script}" if plan.script and plan.script != plan.entry_point else ""
         lines.append(f"  program       {plan.entry_point} (your script{made})")

@@ -47,10 +47,11 @@ class Wrap:
     batch_factor: int  # the script's batch_size is multiplied by this
     lr_scaling: str | None  # None: the compiled learning rate is left alone (the spec names no rule)
     lr_factor: float  # the compiled learning rate is multiplied by this
+    tuning: bool = True  # Keras's fit runs several steps per call (code.wrap_tuning)
 
     def summary(self) -> dict[str, Any]:
         return {"script": self.script, "batch": self.batch, "batch_factor": self.batch_factor,
-                "lr_scaling": self.lr_scaling, "lr_factor": self.lr_factor}
+                "lr_scaling": self.lr_scaling, "lr_factor": self.lr_factor, "tuning": self.tuning}
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def _wrap(spec: Spec, replicas: int) -> Wrap | None:
     # The wrap rescales the compiled rate for the replicas (smtrain_tf/wrap/learning_rate.py), only on request.
     rule = t.lr_scaling if "lr_scaling" in t.model_fields_set else None
     return Wrap(code.entry_point or "", code.wrap_batch, replicas if code.wrap_batch == "per_replica" else 1,
-                rule, scaled_learning_rate(1.0, rule, replicas) if rule else 1.0)
+                rule, scaled_learning_rate(1.0, rule, replicas) if rule else 1.0, code.wrap_tuning)
 
 
 def _cost(catalog: Catalog, spec: Spec, instance: InstanceType, nodes: int, region: str | None) -> Cost:

@@ -193,6 +193,9 @@ class CodeSpec(_Model):
     wrap_batch: Literal["per_replica", "global"] = Field(
         "per_replica", description="with wrap: per_replica multiplies the script's batch_size by the replicas "
         "(each GPU does the work it did alone); global keeps it as written")
+    wrap_tuning: Flag = Field(True, description="with wrap: Keras's fit runs several steps per tf.function call "
+                              "(steps_per_execution; the same steps and weights, at a hand-written loop's speed); "
+                              "false leaves fit as the script compiled it")
     requirements: Line | None = Field(None, description="requirements file, relative to source_dir")
     use_gitignore: Flag = Field(True, description="leave out what .gitignore ignores")
     allow_secrets: tuple[Line, ...] = Field((), description="gitignore-style patterns of secret-looking files to allow")
@@ -482,9 +485,10 @@ def _wrap_problems(loaded: LoadedSpec) -> list[Problem]:
     if code.wrap and code.entry_point is None:
         out.append(loaded.problem(("code", "wrap"), "wrap runs your own script unchanged: set code.entry_point "
                                   "(a script in code.source_dir)"))
-    if "wrap_batch" in code.model_fields_set and not code.wrap:
-        out.append(loaded.problem(("code", "wrap_batch"), "wrap_batch applies only to a wrapped script: "
-                                  "set code.wrap: true or remove wrap_batch"))
+    for name in ("wrap_batch", "wrap_tuning"):
+        if name in code.model_fields_set and not code.wrap:
+            out.append(loaded.problem(("code", name), f"{name} applies only to a wrapped script: "
+                                      f"set code.wrap: true or remove {name}"))
     strategy = spec.distribution.strategy
     if code.wrap and strategy in NOT_WRAPPABLE:
         out.append(loaded.problem(("distribution", "strategy"), f"a wrapped script cannot run under {strategy}: "

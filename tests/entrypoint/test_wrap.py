@@ -82,7 +82,7 @@ def _wrapped(root: Path, channels: dict[str, Path], script: str, env: dict[str, 
 
 
 def _mwms_pair(root: Path, code: Path, channels: dict[str, Path], hyperparameters: dict,
-               hosts: list[Host]) -> list[Host]:
+               hosts: list[Host], env: dict[str, str] | None = None) -> list[Host]:
     """Two MultiWorkerMirrored hosts running the wrap on `code`, started; a non-chief's saves stay in its base."""
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
     names = ["algo-1", "algo-2"]
@@ -91,7 +91,7 @@ def _mwms_pair(root: Path, code: Path, channels: dict[str, Path], hyperparameter
         host = make_host(root, name, names, channels=channels, hyperparameters=hyperparameters,
                          tf_config=mwms_tf_config(addresses, index),
                          framework_params={"sagemaker_multi_worker_mirrored_strategy_enabled": True})
-        host.env.update({"SMTRAIN_WRAP_SCRIPT": "train.py", "TMPDIR": str(host.base)})
+        host.env.update({"SMTRAIN_WRAP_SCRIPT": "train.py", "TMPDIR": str(host.base), **(env or {})})
         members.append(host)
     hosts.extend(member.start(script=code / "smtrain_wrap.py") for member in members)
     return members

@@ -124,6 +124,10 @@ def test_every_smtrain_variable_and_when_it_is_set(tmp_path):
     assert plan.environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "global",
                                 "SMTRAIN_LR_SCALING": "sqrt", "SMTRAIN_ALLOW_CPU": "true",
                                 "SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "3"}
+    untuned = plan_for(tmp_path, {"code": {**WRAPPED["code"], "wrap_tuning": False}})
+    assert untuned.environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "per_replica",
+                                   "SMTRAIN_WRAP_TUNING": "off"}
+    assert "wrap fit      Keras's fit as your script compiles it (code.wrap_tuning: false)" in plan_text(untuned)
     own = plan_for(tmp_path, {**OWN, "training": {"gradient_accumulation_steps": 3}})
     assert own.environment == {"SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "3"}
     bundled = plan_for(tmp_path, {"compute": {"allow_cpu": True}})
@@ -221,12 +225,13 @@ def test_plan_shows_what_the_wrap_does(tmp_path):
     plan = plan_for(tmp_path, {**WRAPPED, "compute": {"instance_type": "ml.g5.12xlarge"}})
     assert plan.strategy == "mirrored" and plan.batch_per_replica is None
     assert plan.wrap.summary() == {"script": "train.py", "batch": "per_replica", "batch_factor": 4,
-                                   "lr_scaling": None, "lr_factor": 1.0}
+                                   "lr_scaling": None, "lr_factor": 1.0, "tuning": True}
     text = plan_text(plan)
     assert "smtrain_wrap.py runs your train.py unchanged inside the strategy" in text
     assert "batch: your batch_size x 4 replicas (code.wrap_batch: per_replica)" in text
     assert "learning rate: as your script sets it (training.lr_scaling not set)" in text
     assert "the wrap builds MirroredStrategy" in text
+    assert "wrap fit      Keras's fit runs several steps per call (code.wrap_tuning)" in text
     assert "SMTRAIN_WRAP_SCRIPT=train.py SMTRAIN_WRAP_BATCH=per_replica" in text
     assert plan.summary()["entry_point"] == "smtrain_wrap.py" and plan.summary()["program"]["script"] == "train.py"
 

@@ -64,6 +64,14 @@ def test_wrap_batch_without_wrap_is_refused(tmp_path, wrap):
                    "script: set code.wrap: true or remove wrap_batch"]
 
 
+def test_wrap_tuning_is_on_by_default_and_refused_without_wrap(tmp_path):
+    assert load(tmp_path, OWN + "  wrap: true\n").spec.code.wrap_tuning is True
+    assert load(tmp_path, OWN + "  wrap: true\n  wrap_tuning: off\n").spec.code.wrap_tuning is False
+    out = problems(tmp_path, OWN + "  wrap_tuning: false\n")
+    assert out == [f"{tmp_path / 'job.yaml'}:12:16: code.wrap_tuning: wrap_tuning applies only to a wrapped "
+                   "script: set code.wrap: true or remove wrap_tuning"]
+
+
 def test_wrap_batch_set_on_the_command_line_without_wrap_is_refused_there(tmp_path):
     out = problems(tmp_path, OWN, ("code.wrap_batch=global",))
     assert out == ["--set code.wrap_batch=global: code.wrap_batch: wrap_batch applies only to a wrapped script: "

@@ -154,6 +154,7 @@ NOT_EXPRESSIBLE = {
     "cross-field: a training field as a hyperparameter": "hyperparameters: {epochs: 3}",
     "cross-field: wrap needs an entry point": "code: {source_dir: src, wrap: true}",
     "cross-field: wrap_batch only with wrap": "code: {source_dir: src, entry_point: train.py, wrap_batch: global}",
+    "cross-field: wrap_tuning only with wrap": "code: {source_dir: src, entry_point: train.py, wrap_tuning: false}",
     "cross-field: no wrap under horovod": "code: {source_dir: src, entry_point: train.py, wrap: true}\n"
                                           "distribution: {strategy: horovod}",
     "cross-field: subnets need security groups": "network: {subnets: [subnet-0abc1234]}",

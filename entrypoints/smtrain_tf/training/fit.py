@@ -89,14 +89,15 @@ def fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, val
         epochs: int = 1, batch_size_per_replica: Optional[int] = None, steps_per_epoch: Optional[int] = None,
         loss: Any = None, optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
         gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
-        checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0, say: Callable[[str], None]) -> Any:
+        checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0,
+        steps_per_execution: Optional[int] = None, say: Callable[[str], None]) -> Any:
     """Train; write the failure file for a known failure and raise it again. See smtrain_tf.fit."""
     try:
         return _fit(dist, contract, model, train_data, validation_data, epochs=epochs,
                     batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
                     optimizer=optimizer, callbacks=callbacks, gradient_accumulation_steps=gradient_accumulation_steps,
                     shuffle_buffer=shuffle_buffer, seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
-                    initial_epoch=initial_epoch, say=say)
+                    initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say)
     except Exception as exc:
         known = known_failures.recognise(exc)
         if known is not None:
@@ -108,12 +109,14 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
          epochs: int, batch_size_per_replica: Optional[int], steps_per_epoch: Optional[int], loss: Any,
          optimizer: Any, callbacks: Optional[Sequence[Any]], gradient_accumulation_steps: Optional[int],
          shuffle_buffer: int, seed: Optional[int], checkpoint: bool, log_every_steps: int, initial_epoch: int,
-         say: Callable[[str], None]) -> Any:
+         steps_per_execution: Optional[int], say: Callable[[str], None]) -> Any:
     global _calls
     started_at = time.time()
     hp = contract.hp
     if int(epochs) < 1:
         raise ValueError(f"smtrain_tf.fit: epochs must be at least 1, got {epochs}")
+    if steps_per_execution is not None and int(steps_per_execution) < 1:
+        raise ValueError(f"smtrain_tf.fit: steps_per_execution must be at least 1, got {steps_per_execution}")
     if int(initial_epoch) < 0:
         raise ValueError(f"smtrain_tf.fit: initial_epoch must be at least 0, got {initial_epoch}")
     accumulation = int(hp("gradient_accumulation_steps") if gradient_accumulation_steps is None
@@ -154,18 +157,19 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
         runner: Any = CoordinatorRunner(dist, steps, stream.dataset_fn)
     else:
         runner = InProcessRunner(dist, steps, stream.dataset)
+
+    hooks = callback_support.CallbackHooks(given_callbacks, model, int(epochs), stream.steps_per_epoch)
+    config = LoopConfig(epochs=int(epochs), steps_per_epoch=stream.steps_per_epoch,
+                        steps_per_execution=int(steps_per_execution or hp("steps_per_execution")),
+                        checkpoint_every_steps=hp("checkpoint_every_steps"),
+                        log_every_steps=log_every_steps or hp("log_every_steps"), global_batch=stream.global_batch,
+                        fail_on_nan=hp("fail_on_nan"))
     batch = (f"batch_size_per_replica={batch_size_per_replica} global_batch_size="
              f"{batch_size_per_replica * dist.num_replicas} " if batch_size_per_replica else "batch_size=as_batched ")
     say(f"config {describe(dist)} {batch}gradient_accumulation_steps={accumulation} "
         f"effective_batch_size={stream.global_batch or 'as_batched'} steps_per_epoch={stream.steps_per_epoch} "
-        f"epochs={epochs} checkpoints={checkpointer.directory if checkpointer else 'off'} chief={dist.is_chief}")
-
-    hooks = callback_support.CallbackHooks(given_callbacks, model, int(epochs), stream.steps_per_epoch)
-    config = LoopConfig(epochs=int(epochs), steps_per_epoch=stream.steps_per_epoch,
-                        steps_per_execution=hp("steps_per_execution"),
-                        checkpoint_every_steps=hp("checkpoint_every_steps"),
-                        log_every_steps=log_every_steps or hp("log_every_steps"), global_batch=stream.global_batch,
-                        fail_on_nan=hp("fail_on_nan"))
+        f"epochs={epochs} checkpoints={checkpointer.directory if checkpointer else 'off'} chief={dist.is_chief} "
+        f"steps_per_execution={1 if hooks.batches else config.steps_per_execution}")
     emit = say if dist.is_chief else (lambda line: None)
     summaries = (Summaries(_numbered(contract.tensorboard_dir, _calls))
                  if dist.is_chief and contract.tensorboard_dir else None)

@@ -3,7 +3,9 @@
 Two forms, as Keras's fit takes them:
 - unbatched (fit's batch_size_per_replica given): sharded (by rank under Horovod/smddp; tf.distribute
   shards the batches itself), shuffled, repeated, batched with the global batch (the process's
-  share under Horovod/smddp), prefetched;
+  share under Horovod/smddp), prefetched; arrays by their row numbers: the numbers are shuffled and
+  batched, and each batch's rows gathered in parallel, rather than every example copied through a
+  shuffle buffer (a full buffer of examples is also filled again at each epoch's start);
 - already batched (no batch_size_per_replica): each batch is global under tf.distribute strategies,
   a process's own under Horovod/smddp (each rank takes every n-th batch); the stream is repeated.
 
@@ -13,7 +15,7 @@ The training stream never ends: epochs are counted in steps, so every process ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -36,6 +38,7 @@ class Source:
     dataset: tf.data.Dataset
     remake: Callable[[], tf.data.Dataset]
     files: int = 0
+    arrays: Optional[Tuple[Any, ...]] = None  # (x, y[, weights]) given as arrays: the dataset's rows
 
 
 def _from_graph(dataset: tf.data.Dataset) -> Callable[[], tf.data.Dataset]:
@@ -64,7 +67,8 @@ def as_dataset(data: Any, what: str, batch_size_per_replica: Optional[int]) -> S
         if batch_size_per_replica is None:
             raise ValueError(f"smtrain_tf.fit: {what} is a pair of arrays: pass batch_size_per_replica")
         arrays = tuple(data)
-        return Source(tf.data.Dataset.from_tensor_slices(arrays), lambda: tf.data.Dataset.from_tensor_slices(arrays))
+        return Source(tf.data.Dataset.from_tensor_slices(arrays), lambda: tf.data.Dataset.from_tensor_slices(arrays),
+                      arrays=arrays)
     raise ValueError(f"smtrain_tf.fit: {what} must be a tf.data.Dataset of (features, labels) or an (x, y) tuple "
                      f"of arrays, not {type(data).__name__}")
 
@@ -168,8 +172,27 @@ def _unbatched(source: Source, dist: Distribution, per_replica: int, accumulatio
 
         return Training(None, dataset_fn, steps, per_replica, effective)
     # Every worker shuffles with the same seed: tf.distribute's sharding by element needs one order.
-    dataset = stream(_rank_shard(data, dist), dist.per_process_batch(effective), seed)
+    if source.arrays is not None:
+        dataset = _gathered_rows(source.arrays, dist, dist.per_process_batch(effective), shuffle_buffer, seed)
+    else:
+        dataset = stream(_rank_shard(data, dist), dist.per_process_batch(effective), seed)
     return Training(dataset.with_options(_options(dist, source)), None, steps, per_replica, effective)
+
+
+def _gathered_rows(arrays: Tuple[Any, ...], dist: Distribution, batch: int, shuffle_buffer: int,
+                   seed: int) -> tf.data.Dataset:
+    """Batches of the arrays' rows: row numbers sharded, shuffled, repeated and batched; rows gathered per batch."""
+    # Tensors made once here are captured by the gather, not copied into each batch's graph.
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, arrays)  # a dict or list of inputs keeps its form
+    rows = _rank_shard(tf.data.Dataset.range(int(tf.nest.flatten(tensors)[0].shape[0])), dist)
+    if shuffle_buffer > 0:
+        rows = rows.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+
+    def gather(numbers: tf.Tensor) -> Any:
+        return tf.nest.map_structure(lambda t: tf.gather(t, numbers), tensors)
+
+    batches = rows.repeat().batch(batch, drop_remainder=True)
+    return batches.map(gather, num_parallel_calls=AUTOTUNE, deterministic=True).prefetch(AUTOTUNE)
 
 
 def _batched(source: Source, dist: Distribution, accumulation: int, steps_per_epoch: Optional[int],

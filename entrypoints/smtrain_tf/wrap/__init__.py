@@ -6,7 +6,8 @@ bundled entrypoint does, sets it as TensorFlow's default strategy, patches Keras
 tf.config), then runs the script as `__main__` with the process's own arguments.
 
 Map:
-    settings.py        SMTRAIN_WRAP_* and SMTRAIN_LR_SCALING: the script, the batch rule, the rate rule (no TensorFlow)
+    settings.py        SMTRAIN_WRAP_* and SMTRAIN_LR_SCALING: the script, the batch rule, tuning, the rate rule
+                       (no TensorFlow)
     context.py         what the patches share: the strategy, the settings, the one-time log lines
     strategy.py        builds the strategy with smtrain_tf's own code, after the GPU check; refuses Horovod,
                        smddp, parameter server; a guard process ends a worker whose MultiWorkerMirrored
@@ -21,6 +22,8 @@ Map:
     batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
     keras_fit.py       the patched fit: Keras's own under default and Mirrored (with metric lines), else mwms_fit
                        (and mwms_fit always during `smtrain check`, whose steps smtrain's loop records)
+    fit_tuning.py      Keras's fit runs several steps per call (steps_per_execution) when nothing the script
+                       wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
     mwms_fit.py        fit under MultiWorkerMirrored through smtrain_tf.fit (Keras 3's fit fails there)
     mwms_evaluate.py   evaluate under MultiWorkerMirrored with Keras 3: on each worker, on a copy of the model
     epoch_lines.py     the Keras callback printing smtrain's metric line each epoch

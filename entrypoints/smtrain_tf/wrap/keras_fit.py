@@ -1,7 +1,8 @@
 """The patched `Model.fit`: Keras's own fit under default and Mirrored, smtrain's loop under MultiWorkerMirrored.
 
-Under Keras's fit the batch sizes become global (batch_size.py) and a callback prints smtrain's
-metric line each epoch (epoch_lines.py); under MultiWorkerMirrored mwms_fit.py takes the call.
+Under Keras's fit the batch sizes become global (batch_size.py), fit runs several steps per call
+(fit_tuning.py) and a callback prints smtrain's metric line each epoch (epoch_lines.py); under
+MultiWorkerMirrored mwms_fit.py takes the call.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Callable, Optional
 
 from ..check import settings as check_settings
 from ..distribute.choice import MWMS
-from . import batch_size, epoch_lines, fit_inputs, mwms_fit
+from . import batch_size, epoch_lines, fit_inputs, fit_tuning, mwms_fit
 from .context import WrapContext
 
 
@@ -40,6 +41,7 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
             ctx.say_once(f"wrap: note: {location}: gradient_accumulation_steps={accumulation} is not applied: "
                          f"Keras's own fit (strategy {ctx.kind}) makes one optimizer step per batch; smtrain "
                          "accumulates gradients for a wrapped script under multi_worker_mirrored only")
+        fit_tuning.tune(ctx, self, given, location)  # before the wrap's own callback joins the script's
         given["callbacks"] = with_epoch_lines(keras, ctx, given.get("callbacks"), examples)
         return original(self, **given)
 

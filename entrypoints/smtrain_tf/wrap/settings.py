@@ -3,6 +3,7 @@
     SMTRAIN_WRAP_SCRIPT   the user's script, relative to the code directory (or absolute)
     SMTRAIN_WRAP_BATCH    per_replica (default): fit's batch_size is one replica's; global: as written
     SMTRAIN_LR_SCALING    none (default), linear or sqrt: rescale the compiled optimizer's rate
+    SMTRAIN_WRAP_TUNING   on (default): fit runs several steps per call (fit_tuning.py); off: as compiled
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from ..scaling import LR_SCALING_RULES
 SCRIPT_VAR = "SMTRAIN_WRAP_SCRIPT"
 BATCH_VAR = "SMTRAIN_WRAP_BATCH"
 LR_VAR = "SMTRAIN_LR_SCALING"
+TUNING_VAR = "SMTRAIN_WRAP_TUNING"
 
 PER_REPLICA = "per_replica"
 GLOBAL = "global"
 BATCH_RULES = (PER_REPLICA, GLOBAL)
+ON, OFF = "on", "off"
 
 
 class ScriptMissing(TrainingFailure):
@@ -32,6 +35,7 @@ class WrapSettings:
     script: str  # absolute path of the user's file
     batch: str  # PER_REPLICA or GLOBAL
     lr_scaling: str  # one of LR_SCALING_RULES
+    tuning: bool = True  # fit_tuning.py's steps per call
 
     @property
     def script_dir(self) -> str:
@@ -55,4 +59,5 @@ def read(environ: Mapping[str, str], code_dir: str) -> WrapSettings:
     if not os.path.isfile(path):
         raise ScriptMissing(f"{SCRIPT_VAR}={name}: no such file {path} in the code directory")
     return WrapSettings(script=path, batch=_choice(environ, BATCH_VAR, BATCH_RULES, PER_REPLICA),
-                        lr_scaling=_choice(environ, LR_VAR, LR_SCALING_RULES, "none"))
+                        lr_scaling=_choice(environ, LR_VAR, LR_SCALING_RULES, "none"),
+                        tuning=_choice(environ, TUNING_VAR, (ON, OFF), ON) == ON)
