@@ -34,7 +34,7 @@ processes on this machine, whose 2 cores they share), examples/s of the chief's 
 and evaluation both (smtrain's loop gives callbacks no evaluation events to time it by).
 
     .venv/bin/python bench/throughput_bench.py [--out FILE] [--rounds 3] [--cnn-rounds 1] [--models mlp,cnn]
-                                               [--layout-rounds 1]
+                                               [--layout-rounds 2]
 """
 
 from __future__ import annotations
@@ -456,7 +456,7 @@ def main() -> None:
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the mlp variants")
     parser.add_argument("--cnn-rounds", type=int, default=1, help="rounds of the cnn variants")
-    parser.add_argument("--layout-rounds", type=int, default=1, help="rounds of the planned layouts (0: none)")
+    parser.add_argument("--layout-rounds", type=int, default=2, help="rounds of the planned layouts (0: none)")
     # A variant run in this process (the driver starts these).
     parser.add_argument("--worker", choices=("plain_fit", "tuned_fit", "smtrain_fit", "hand_loop"),
                         help=argparse.SUPPRESS)
