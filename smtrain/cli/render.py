@@ -150,6 +150,20 @@ def _tensorflow_lines(t: dict[str, Any]) -> list[str]:
             f"                image: {where}"]
 
 
+def _wrap_fit(plan: Plan, tuning: bool) -> str:
+    """How the wrap runs the script's model.fit on this plan's layout (smtrain_tf/wrap/fit_tuning.py)."""
+    if plan.strategy == "multi_worker_mirrored":
+        count = "one step per call (code.wrap_tuning: false)" if not tuning else "several steps per call"
+        return f"smtrain's loop (Keras 3's fit cannot run under MultiWorkerMirrored), {count}"
+    if not tuning:
+        return "Keras's fit as your script compiles it (code.wrap_tuning: false)"
+    if plan.strategy == "mirrored" and plan.replicas > 1:
+        return ("Keras's fit, one step per call: Keras 3 fails with more under MirroredStrategy with several "
+                "replicas (keras-team/keras#19246)")
+    return ("Keras's fit runs several steps per call (code.wrap_tuning), unless your script sets "
+            "steps_per_execution or a callback acts on every batch")
+
+
 def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[str]:
     """What runs, and what applies to it: the maths for the bundled entrypoint, the rules for a wrap."""
     if plan.kind == "bundled":
@@ -163,10 +177,7 @@ def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[s
         rate = (f"x {w.lr_factor:g} ({w.lr_scaling} scaling)" if w.lr_scaling
                 else "as your script sets it (training.lr_scaling not set)")
         lines.append(f"  wrap          batch: {batch}; learning rate: {rate}")
-        fit = ("Keras's fit runs several steps per call (code.wrap_tuning), unless your script sets "
-               "steps_per_execution or a callback acts on every batch" if w.tuning
-               else "Keras's fit as your script compiles it (code.wrap_tuning: false)")
-        lines.append(f"  wrap fit      {fit}")
+        lines.append(f"  wrap fit      {_wrap_fit(plan, w.tuning)}")
     else:
         made = f", made from {plan.script}" if plan.script and plan.script != plan.entry_point else ""
         lines.append(f"  program       {plan.entry_point} (your script{made})")

@@ -80,9 +80,8 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
     found = []
     if what == WRAPPED:
         found += [Variable("SMTRAIN_WRAP_SCRIPT", script_program(spec), ("code", "entry_point")),
-                  Variable("SMTRAIN_WRAP_BATCH", code.wrap_batch, ("code", "wrap_batch"))]
-        if not code.wrap_tuning:  # on is the wrap's default: the request says only a change
-            found.append(Variable("SMTRAIN_WRAP_TUNING", "off", ("code", "wrap_tuning")))
+                  Variable("SMTRAIN_WRAP_BATCH", code.wrap_batch, ("code", "wrap_batch")),
+                  Variable("SMTRAIN_WRAP_TUNING", "on" if code.wrap_tuning else "off", ("code", "wrap_tuning"))]
         # The wrap leaves a script's learning rate alone unless the spec asks for a rule.
         if "lr_scaling" in training.model_fields_set:
             found.append(Variable("SMTRAIN_LR_SCALING", training.lr_scaling, ("training", "lr_scaling")))

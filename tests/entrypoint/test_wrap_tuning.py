@@ -48,11 +48,20 @@ with strategy.scope():
     ])
     model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
-history = model.fit(x, y, epochs=args.epochs, batch_size=args.batch_size, validation_split=0.1CALLBACKS)
+
+
+class Seen(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        self.steps_per_execution = self.model.steps_per_execution
+
+
+seen = Seen()
+history = model.fit(x, y, epochs=args.epochs, batch_size=args.batch_size, validation_split=0.1,
+                    callbacks=[seenCALLBACKS])
 np.savez(os.path.join(os.environ["SM_MODEL_DIR"], "weights.npz"), *model.get_weights())
 with open(os.path.join(os.environ["SM_MODEL_DIR"], "fit.json"), "w") as f:
-    json.dump({"steps_per_execution": model.steps_per_execution, "iterations": int(model.optimizer.iterations.numpy()),
-               "loss": history.history["loss"]}, f)
+    json.dump({"steps_per_execution": seen.steps_per_execution, "after": model.steps_per_execution,
+               "iterations": int(model.optimizer.iterations.numpy()), "loss": history.history["loss"]}, f)
 """
 
 # A user's callback that counts batches: Keras would call it once per call of several steps.
@@ -91,6 +100,7 @@ def test_tuned_fit_trains_the_same_weights_as_keras_untouched(tmp_path: Path, di
     batches = -(-int(len(digits["y_train"]) * 0.9) // 32)
     assert batches == 41
     assert tuned["steps_per_execution"] == 20 and plain["steps_per_execution"] == 1
+    assert tuned["after"] == plain["after"] == 1  # the script's own again once fit returned
     assert tuned["iterations"] == plain["iterations"] == batches
     assert out.count("Keras fit tuned: 20 steps per tf.function call") == 1
     assert "Keras fit tuned" not in plain_out
@@ -128,7 +138,7 @@ def test_mirrored_over_two_replicas_keeps_one_step_per_call_where_keras_fails_wi
 @slow
 def test_a_callback_acting_on_every_batch_keeps_one_step_per_call(tmp_path: Path, digits_npz, digits,
                                                                    hosts: list[Host]) -> None:
-    script = SCRIPT.replace("strategy = ", COUNTING + "strategy = ").replace("CALLBACKS", ", callbacks=[Count()]")
+    script = SCRIPT.replace("strategy = ", COUNTING + "strategy = ").replace("CALLBACKS", ", Count()")
     out, fitted, _ = _run(tmp_path, "counting", {"train": digits_npz["train"]}, hosts, {}, script)
     batches = -(-int(len(digits["y_train"]) * 0.9) // 32)
     assert fitted["steps_per_execution"] == 1
@@ -148,7 +158,7 @@ def _ctx(tuning: bool = True, target: int = 20, kind: str = "default", replicas:
 
 def _model(steps: int = 1) -> Any:
     return SimpleNamespace(steps_per_execution=steps, run_eagerly=False, train_function="made", test_function="made",
-                           predict_function="made")
+                           predict_function="made", optimizer="adam", _compile_loss="loss", _compile_metrics=None)
 
 
 def test_steps_per_call_divide_the_steps_the_call_asks_for_and_prefer_the_epochs_batches() -> None:
@@ -165,18 +175,25 @@ def test_steps_per_call_divide_the_steps_the_call_asks_for_and_prefer_the_epochs
     assert choose(20, {"x": object()}) == 20  # data of unknown length ends the epoch itself
 
 
-def test_tune_sets_the_count_once_and_leaves_what_the_script_chose() -> None:
+def test_tune_holds_for_the_call_keeps_its_functions_and_leaves_what_the_script_chose() -> None:
     import tensorflow as tf
     from smtrain_tf.wrap.fit_tuning import tune
 
     ctx, model = _ctx(), _model()
     given = {"x": np.zeros((640, 4), np.float32), "batch_size": 32}
+    restore = tune(ctx, model, given, "train.py:9")
+    assert model.steps_per_execution == 20 and model.train_function is None  # Keras makes it again in fit
+    model.train_function, model.test_function = "tuned train", "tuned test"  # what Keras's fit made
+    restore()
+    # After the call: the script's count and functions (its evaluate/predict steps are not rounded up to 20).
+    assert (model.steps_per_execution, model.train_function, model.predict_function) == (1, "made", "made")
+    restore = tune(ctx, model, given, "train.py:9")  # fit in a loop: the tuned functions again, no new trace
+    assert (model.steps_per_execution, model.train_function, model.test_function) == (20, "tuned train", "tuned test")
+    restore()
+    assert len(ctx.said) == 1 and "train.py:9: Keras fit tuned: 20 steps per tf.function call" in ctx.said[0]
+    model.optimizer = "a new one"  # compiled again: the kept functions belong to the old compile
     tune(ctx, model, given, "train.py:9")
-    assert model.steps_per_execution == 20 and model.train_function is None  # Keras makes it again
-    model.train_function = "made"
-    tune(ctx, model, given, "train.py:9")  # fit in a loop: nothing to make again, nothing said again
-    assert model.train_function == "made" and len(ctx.said) == 1
-    assert "train.py:9: Keras fit tuned: 20 steps per tf.function call" in ctx.said[0]
+    assert model.train_function is None
 
     own = _model(8)  # compiled with steps_per_execution=8
     tune(ctx, own, given, "train.py:9")
@@ -189,17 +206,36 @@ def test_tune_sets_the_count_once_and_leaves_what_the_script_chose() -> None:
     tune(mirrored, untouched, given, "train.py:9")
     assert untouched.steps_per_execution == 1 and "keras-team/keras#19246" in mirrored.said[0]
     one_replica = _ctx(kind="mirrored", replicas=1)
-    tune(one_replica, untouched, given, "train.py:9")
-    assert untouched.steps_per_execution == 20
-    untouched.steps_per_execution = 1
+    tune(one_replica, untouched, given, "train.py:9")()
+    assert one_replica.said and "Keras fit tuned" in one_replica.said[0]
 
     class EveryBatch(tf.keras.callbacks.Callback):
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             pass
 
-    tune(ctx, model, {**given, "callbacks": [tf.keras.callbacks.EarlyStopping(), EveryBatch()]}, "train.py:12")
-    assert model.steps_per_execution == 1 and "EveryBatch acts on every batch" in ctx.said[-1]
-    # An epoch-only Keras callback leaves it tuned.
-    tune(ctx, model, {**given, "callbacks": [tf.keras.callbacks.EarlyStopping(), tf.keras.callbacks.CSVLogger("l")]},
-         "train.py:14")
-    assert model.steps_per_execution == 20
+    class EveryTestBatch(tf.keras.callbacks.Callback):
+        def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
+            pass
+
+    fresh = _model()
+    tune(ctx, fresh, {**given, "callbacks": [tf.keras.callbacks.EarlyStopping(), EveryBatch()]}, "train.py:12")
+    assert fresh.steps_per_execution == 1 and "EveryBatch acts on every batch" in ctx.said[-1]
+    listed = tf.keras.callbacks.CallbackList([EveryBatch()])  # a list the script built: its callbacks named
+    tune(ctx, fresh, {**given, "callbacks": listed}, "train.py:13")
+    assert fresh.steps_per_execution == 1 and "train.py:13: fit runs one step per call: EveryBatch" in ctx.said[-1]
+    # A test-batch hook acts during fit's validation only.
+    tune(ctx, fresh, {**given, "callbacks": [EveryTestBatch()], "validation_split": 0.2}, "train.py:14")
+    assert fresh.steps_per_execution == 1 and "EveryTestBatch acts on every batch" in ctx.said[-1]
+    restore = tune(ctx, fresh, {**given, "callbacks": [EveryTestBatch()]}, "train.py:15")
+    assert fresh.steps_per_execution == 20
+    restore()
+    # Epoch-only Keras callbacks leave it tuned; TensorBoard's steps per second is written every batch.
+    epoch_only = [tf.keras.callbacks.EarlyStopping(), tf.keras.callbacks.CSVLogger("l"),
+                  tf.keras.callbacks.TensorBoard("tb")]
+    tune(ctx, fresh, {**given, "callbacks": epoch_only}, "train.py:16")()
+    tune(ctx, fresh, {**given, "callbacks": [tf.keras.callbacks.TensorBoard("tb", write_steps_per_second=True)]},
+         "train.py:17")
+    assert fresh.steps_per_execution == 1 and "TensorBoard acts on every batch" in ctx.said[-1]
+    # A count that divides nothing it must: one step per call, and why.
+    tune(ctx, fresh, {**given, "steps_per_epoch": 151}, "train.py:18")
+    assert fresh.steps_per_execution == 1 and "steps_per_epoch=151 has no divisor from 2 to 20" in ctx.said[-1]

@@ -113,8 +113,9 @@ def test_a_wrapped_job_tells_the_wrap_through_the_environment(tmp_path):
     assert plan.entry_point == "smtrain_wrap.py" and plan.kind == "wrapped" and plan.script == "train.py"
     # The spec's variables first, then smtrain's.
     assert list(plan.environment.items()) == [("A", "1"), ("NCCL_DEBUG", "WARN"), ("SMTRAIN_WRAP_SCRIPT", "train.py"),
-                                              ("SMTRAIN_WRAP_BATCH", "per_replica")]
-    assert plan.smtrain_environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "per_replica"}
+                                              ("SMTRAIN_WRAP_BATCH", "per_replica"), ("SMTRAIN_WRAP_TUNING", "on")]
+    assert plan.smtrain_environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "per_replica",
+                                        "SMTRAIN_WRAP_TUNING": "on"}
     assert preview_request(plan)["Environment"] == plan.environment
 
 
@@ -122,7 +123,7 @@ def test_every_smtrain_variable_and_when_it_is_set(tmp_path):
     plan = plan_for(tmp_path, {"code": {**WRAPPED["code"], "wrap_batch": "global"}, "compute": {"allow_cpu": True},
                                "training": {"lr_scaling": "sqrt", "gradient_accumulation_steps": 3}})
     assert plan.environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "global",
-                                "SMTRAIN_LR_SCALING": "sqrt", "SMTRAIN_ALLOW_CPU": "true",
+                                "SMTRAIN_WRAP_TUNING": "on", "SMTRAIN_LR_SCALING": "sqrt", "SMTRAIN_ALLOW_CPU": "true",
                                 "SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "3"}
     untuned = plan_for(tmp_path, {"code": {**WRAPPED["code"], "wrap_tuning": False}})
     assert untuned.environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "per_replica",
@@ -141,6 +142,12 @@ def test_a_spec_variable_smtrain_sets_for_the_job_is_refused_at_its_line(tmp_pat
     out = refused(tmp_path, changes)
     assert out == [f"{path}:{line_of(path, 'SMTRAIN_WRAP_BATCH')}:23: environment.SMTRAIN_WRAP_BATCH: smtrain sets "
                    "SMTRAIN_WRAP_BATCH for this job (from code.wrap_batch): remove it from environment:"]
+    # The tuning's variable too, though its value is the default: the plan would say one thing, the job another.
+    changes = {**WRAPPED, "environment": {"SMTRAIN_WRAP_TUNING": "off"}}
+    path = spec_path(tmp_path, changes)
+    assert refused(tmp_path, changes)[0].startswith(
+        f"{path}:{line_of(path, 'SMTRAIN_WRAP_TUNING')}:24: environment.SMTRAIN_WRAP_TUNING: smtrain sets "
+        "SMTRAIN_WRAP_TUNING for this job (from code.wrap_tuning)")
     # One smtrain does not set for this job is the user's to give (SMTRAIN_CPU_REPLICAS: tests, local runs).
     plan = plan_for(tmp_path, {**OWN, "environment": {"SMTRAIN_WRAP_BATCH": "global", "SMTRAIN_CPU_REPLICAS": "2"}})
     assert plan.environment == {"SMTRAIN_WRAP_BATCH": "global", "SMTRAIN_CPU_REPLICAS": "2"}
@@ -231,8 +238,13 @@ def test_plan_shows_what_the_wrap_does(tmp_path):
     assert "batch: your batch_size x 4 replicas (code.wrap_batch: per_replica)" in text
     assert "learning rate: as your script sets it (training.lr_scaling not set)" in text
     assert "the wrap builds MirroredStrategy" in text
-    assert "wrap fit      Keras's fit runs several steps per call (code.wrap_tuning)" in text
-    assert "SMTRAIN_WRAP_SCRIPT=train.py SMTRAIN_WRAP_BATCH=per_replica" in text
+    # 4 replicas under Mirrored: Keras 3 fails with several steps per call there.
+    assert "wrap fit      Keras's fit, one step per call: Keras 3 fails with more under MirroredStrategy" in text
+    assert "SMTRAIN_WRAP_SCRIPT=train.py SMTRAIN_WRAP_BATCH=per_replica SMTRAIN_WRAP_TUNING=on" in text
+    one_gpu = plan_text(plan_for(tmp_path, {**WRAPPED, "compute": {"instance_type": "ml.g5.xlarge"}}))
+    assert "wrap fit      Keras's fit runs several steps per call (code.wrap_tuning)" in one_gpu
+    hosts = plan_text(plan_for(tmp_path, {**WRAPPED, "compute": {"instance_type": "ml.g5.xlarge", "nodes": 2}}))
+    assert "wrap fit      smtrain's loop (Keras 3's fit cannot run under MultiWorkerMirrored), several steps" in hosts
     assert plan.summary()["entry_point"] == "smtrain_wrap.py" and plan.summary()["program"]["script"] == "train.py"
 
 

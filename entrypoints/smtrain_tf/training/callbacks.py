@@ -44,7 +44,9 @@ def _epoch_only(callback: Any) -> bool:
         return getattr(callback, "save_freq", "epoch") == "epoch"
     if isinstance(callback, keras.callbacks.TensorBoard):
         profiled = getattr(callback, "_profile_batch", None) or getattr(callback, "_start_batch", 0)
-        return getattr(callback, "update_freq", "epoch") == "epoch" and not profiled
+        # write_steps_per_second logs a value at every batch, whatever update_freq says.
+        return (getattr(callback, "update_freq", "epoch") == "epoch" and not profiled
+                and not getattr(callback, "write_steps_per_second", False))
     return False
 
 

@@ -12,13 +12,16 @@ Chosen so that nothing the script wrote changes its meaning:
   call ("You must feed a value for placeholder tensor", keras-team/keras#19246, open; seen here with
   Keras 3.15 on 2 CPU replicas); one replica, the default strategy and MultiWorkerMirrored (smtrain's
   loop, mwms_fit.py) are tuned;
-- 1 while a callback of the call has train-batch hooks that act (training/callbacks.wants_batches: a
-  ModelCheckpoint saving every n batches, the script's own on_train_batch_end): Keras would call them
-  once per call, with the last step's logs;
+- 1 while a callback of the call acts on every batch: a train-batch hook (training/callbacks.wants_batches:
+  a ModelCheckpoint saving every n batches, the script's own on_train_batch_end), or a test-batch hook
+  when fit validates (Keras would call them once per call, with the last step's logs);
 - else the job's steps_per_execution (hyperparameter, default 20), made a divisor of steps_per_epoch and
   validation_steps when the call gives them: Keras runs whole calls, so an epoch of 150 steps in calls
   of 20 would train 160; and a divisor of the epoch's batches when one is near, so the progress bar
   ends on the epoch's count.
+The count holds for the fit call only: afterwards the model has the script's again (its evaluate and
+predict, whose `steps` the count would round up, run as written), and the tuned functions are kept for
+the next fit of the same compiled model, which then does not trace again.
 Keras's array input already shuffles indices and gathers each batch in parallel (its ArrayDataAdapter);
 a prefetch after it measured no gain here, so the data path is Keras's. XLA is Keras's "auto": off on CPU.
 """
@@ -26,12 +29,15 @@ a prefetch after it measured no gain here, so the data path is Keras's. XLA is K
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..distribute.choice import MIRRORED
 from ..training.callbacks import wants_batches
+from ..training.keras_compat import keras
 from . import fit_inputs
 from .context import WrapContext
+
+_TEST_BATCH_HOOKS = ("on_test_batch_begin", "on_test_batch_end")
 
 
 def _batches_per_epoch(given: Dict[str, Any]) -> Optional[int]:
@@ -61,45 +67,95 @@ def choose(target: int, given: Dict[str, Any]) -> int:
     return tidy if tidy * 2 >= min(target, batches) else target
 
 
-def _callback_names(callbacks: Any) -> str:
-    names = sorted({type(c).__name__ for c in callbacks if wants_batches([c])})
-    return ", ".join(names)
+def _listed(callbacks: Any) -> List[Any]:
+    """The call's callbacks, those inside a CallbackList the script built too."""
+    if callbacks is None:
+        return []
+    inner = getattr(callbacks, "callbacks", None)
+    return list(inner if isinstance(inner, (list, tuple)) else callbacks)
 
 
-def _set(model: Any, steps: int) -> None:
-    if model.steps_per_execution != steps:
-        model.steps_per_execution = steps
-        # Keras builds these with the count in them; the next call makes them again.
+def _acts_on_test_batches(callback: Any) -> bool:
+    base = keras.callbacks.Callback
+    return any(getattr(type(callback), name, None) is not getattr(base, name, None) or name in vars(callback)
+               for name in _TEST_BATCH_HOOKS)
+
+
+def _every_batch(given: Dict[str, Any]) -> List[str]:
+    """The callbacks of this call that act on every batch (train batches; test batches when fit validates)."""
+    validates = given.get("validation_data") is not None or bool(given.get("validation_split"))
+    return sorted({type(c).__name__ for c in _listed(given.get("callbacks"))
+                   if wants_batches([c]) or (validates and _acts_on_test_batches(c))})
+
+
+def _why_one(given: Dict[str, Any], target: int) -> str:
+    named = ", ".join(f"{name}={given[name]}" for name in ("steps_per_epoch", "validation_steps") if given.get(name))
+    return f"{named} has no divisor from 2 to {target} (Keras runs whole calls)"
+
+
+_Functions = Tuple[Any, Any, Any]
+
+
+def _functions(model: Any) -> _Functions:
+    return model.train_function, model.test_function, model.predict_function
+
+
+def _compiled_as(model: Any) -> Tuple[Any, Any, Any]:
+    # What a compile call makes anew: the functions kept for a count belong to this compiled model only.
+    return (getattr(model, "_compile_loss", None), getattr(model, "_compile_metrics", None),
+            getattr(model, "optimizer", None))
+
+
+def _apply(model: Any, steps: int) -> Callable[[], None]:
+    """Give the model `steps` per call (with the functions kept from an earlier fit at that count); return what
+    puts the script's count and functions back."""
+    written, theirs = model.steps_per_execution, _functions(model)
+    kept = getattr(model, "_smtrain_tuned", None)
+    model.steps_per_execution = steps
+    same_compile = kept is not None and all(a is b for a, b in zip(kept[1], _compiled_as(model)))  # noqa: B905
+    if kept is not None and kept[0] == steps and same_compile:  # (zip's strict= needs Python 3.10)
+        model.train_function, model.test_function, model.predict_function = kept[2]
+    else:
+        # Keras builds these with the count in them; fit makes them again.
         model.train_function = model.test_function = model.predict_function = None
 
+    def restore() -> None:
+        model._smtrain_tuned = (steps, _compiled_as(model), _functions(model))  # noqa: SLF001 - ours
+        model.steps_per_execution = written
+        model.train_function, model.test_function, model.predict_function = theirs
 
-def tune(ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> None:
-    """Set the model's steps_per_execution for this call (`given` has the global batch size); say so once."""
+    return restore
+
+
+def _nothing() -> None:
+    return None
+
+
+def tune(ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> Callable[[], None]:
+    """Set the model's steps_per_execution for this fit call (`given` has the global batch size) and say so once;
+    return what puts the script's back when the call ends."""
     if not ctx.settings.tuning or not isinstance(getattr(model, "steps_per_execution", None), int):
-        return  # turned off, or Keras 2 (tf_keras keeps it in a variable of its own)
-    if getattr(model, "_smtrain_tuned", None) != model.steps_per_execution and model.steps_per_execution != 1:
+        return _nothing  # turned off, or Keras 2 (tf_keras keeps it in a variable of its own)
+    if model.steps_per_execution != 1:
         ctx.say_once(f"wrap: {location}: fit runs {model.steps_per_execution} steps per call, as the script "
                      "compiled it")
-        return
+        return _nothing
     if getattr(model, "run_eagerly", False):
-        return
+        return _nothing
     if ctx.kind == MIRRORED and ctx.replicas > 1:
         ctx.say_once(f"wrap: note: {location}: fit runs one step per call: Keras 3's fit fails with several steps "
                      "per call under MirroredStrategy with several replicas (keras-team/keras#19246)")
-        return
-    callbacks = given.get("callbacks")
-    listed = list(callbacks) if isinstance(callbacks, (list, tuple)) else []
-    if wants_batches(listed) or (callbacks is not None and not isinstance(callbacks, (list, tuple))):
-        _set(model, 1)
-        model._smtrain_tuned = 1  # noqa: SLF001 - ours, to tell our setting from the script's
-        which = _callback_names(listed) or type(callbacks).__name__
-        ctx.say_once(f"wrap: {location}: fit runs one step per call: {which} acts on every batch "
+        return _nothing
+    acting = _every_batch(given)
+    if acting:
+        ctx.say_once(f"wrap: {location}: fit runs one step per call: {', '.join(acting)} acts on every batch "
                      "(Keras would call it once per call of several steps)")
-        return
-    steps = choose(int(ctx.contract.hp("steps_per_execution")), given)
-    _set(model, steps)
-    model._smtrain_tuned = steps  # noqa: SLF001
-    if steps > 1:
-        ctx.say_once(f"wrap: {location}: Keras fit tuned: {steps} steps per tf.function call "
-                     "(steps_per_execution; the same steps, weights and callbacks per epoch; code.wrap_tuning: "
-                     "false leaves fit as written)")
+        return _nothing
+    target = int(ctx.contract.hp("steps_per_execution"))
+    steps = choose(target, given)
+    if steps == 1:
+        ctx.say_once(f"wrap: {location}: fit runs one step per call: {_why_one(given, target)}")
+        return _nothing
+    ctx.say_once(f"wrap: {location}: Keras fit tuned: {steps} steps per tf.function call (steps_per_execution; "
+                 "the same steps, weights and epoch callbacks; code.wrap_tuning: false leaves fit as written)")
+    return _apply(model, steps)

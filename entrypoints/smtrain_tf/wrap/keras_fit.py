@@ -41,8 +41,11 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
             ctx.say_once(f"wrap: note: {location}: gradient_accumulation_steps={accumulation} is not applied: "
                          f"Keras's own fit (strategy {ctx.kind}) makes one optimizer step per batch; smtrain "
                          "accumulates gradients for a wrapped script under multi_worker_mirrored only")
-        fit_tuning.tune(ctx, self, given, location)  # before the wrap's own callback joins the script's
+        restore = fit_tuning.tune(ctx, self, given, location)  # before the wrap's own callback joins the script's
         given["callbacks"] = with_epoch_lines(keras, ctx, given.get("callbacks"), examples)
-        return original(self, **given)
+        try:
+            return original(self, **given)
+        finally:
+            restore()
 
     model_class.fit = fit

@@ -6,8 +6,9 @@ so the wrap turns the call's arguments into smtrain_tf.fit's. Array data is batc
 tf.distribute gives each its share. Every Keras callback is driven as Keras's fit drives it
 (smtrain_tf's training/callbacks.py); `sample_weight` and `class_weight` become each example's
 weight in the loss, as in Keras; `initial_epoch` starts there. Arguments smtrain's loop cannot
-honour are refused by name. The loop runs the job's steps_per_execution steps per call (one with
-code.wrap_tuning: false, or while a callback acts on every batch) and gathers array rows per batch.
+honour are refused by name. The loop runs the job's steps_per_execution steps per call (the script's
+compiled count when it set one; one with code.wrap_tuning: false, or while a callback acts on every
+batch) and gathers array rows per batch.
 """
 
 from __future__ import annotations
@@ -181,7 +182,10 @@ def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], locatio
                        seed=ctx.contract.hp("seed"))
     from .. import fit as smtrain_fit
 
-    if not ctx.settings.tuning:
+    compiled = getattr(model, "steps_per_execution", None)
+    if isinstance(compiled, int) and compiled > 1:
+        options["steps_per_execution"] = compiled  # the script's own count, as Keras would run it
+    elif not ctx.settings.tuning:
         options["steps_per_execution"] = 1  # code.wrap_tuning: false: one step per call, as Keras's default
     return smtrain_fit(model, train, validation, epochs=int(given.get("epochs") or 1),
                        steps_per_epoch=given.get("steps_per_epoch"), callbacks=callbacks, checkpoint=False,
