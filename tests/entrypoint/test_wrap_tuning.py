@@ -2,8 +2,8 @@
 
 The slow tests run a tutorial-style script (argparse with dashes, its own MirroredStrategy, fit with the
 default progress bar) through smtrain_wrap.py twice, tuned and with SMTRAIN_WRAP_TUNING=off, with the
-same seed and data order, and compare the saved weights after an epoch: Keras's own fit under the default
-strategy, smtrain's loop (the wrap's fit under MultiWorkerMirrored) on two hosts.
+same seed and data order, and compare the saved weights after an epoch. test_wrap_layouts.py compares
+Keras's own fit across layouts (default, two replicas, two hosts), tuned.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from .sagemaker_env import Host
-from .test_wrap import TIMEOUT, _assert_ok, _code_dir, _mwms_pair, _wrapped
+from .test_wrap import TIMEOUT, _assert_ok, _wrapped
 
 slow = pytest.mark.slow  # starts processes that train for real
 
@@ -109,33 +109,6 @@ def test_tuned_fit_trains_the_same_weights_as_keras_untouched(tmp_path: Path, di
 
 
 @slow
-def test_multi_worker_mirrored_runs_smtrains_loop_tuned_with_the_same_weights(tmp_path: Path, digits_npz,
-                                                                              hosts: list[Host]) -> None:
-    runs = {}
-    for name, tuning in (("tuned", "on"), ("plain", "off")):
-        code = _code_dir(tmp_path / name, SCRIPT.replace("CALLBACKS", ""))
-        members = _mwms_pair(tmp_path / name, code, {"train": digits_npz["train"]}, {"epochs": 1, "batch-size": 32},
-                             hosts, env={"SMTRAIN_WRAP_TUNING": tuning})
-        for member in members:
-            _assert_ok(member, member.wait(TIMEOUT))
-        saved = np.load(members[0].model_dir / "weights.npz")
-        runs[name] = (members[0].stdout(), [saved[f"arr_{i}"] for i in range(len(saved.files))])
-    (tuned_out, tuned), (plain_out, plain) = runs["tuned"], runs["plain"]
-    assert "steps_per_execution=20" in next(line for line in tuned_out.splitlines() if line.startswith("config "))
-    assert "steps_per_execution=1" in next(line for line in plain_out.splitlines() if line.startswith("config "))
-    _assert_same_training(tuned, plain)
-
-
-@slow
-def test_mirrored_over_two_replicas_keeps_one_step_per_call_where_keras_fails_with_more(
-        tmp_path: Path, digits_npz, digits, hosts: list[Host]) -> None:
-    out, fitted, _ = _run(tmp_path, "mirrored", {"train": digits_npz["train"]}, hosts, {"SMTRAIN_CPU_REPLICAS": "2"})
-    assert fitted["steps_per_execution"] == 1
-    assert fitted["iterations"] == -(-int(len(digits["y_train"]) * 0.9) // 64)
-    assert out.count("keras-team/keras#19246") == 1
-
-
-@slow
 def test_a_callback_acting_on_every_batch_keeps_one_step_per_call(tmp_path: Path, digits_npz, digits,
                                                                    hosts: list[Host]) -> None:
     script = SCRIPT.replace("strategy = ", COUNTING + "strategy = ").replace("CALLBACKS", ", Count()")
@@ -156,9 +129,13 @@ def _ctx(tuning: bool = True, target: int = 20, kind: str = "default", replicas:
                            say_once=lambda line: None if line in said else said.append(line))  # as WrapContext's
 
 
+class _Model(SimpleNamespace):
+    """A compiled model's attributes that tuning reads and sets (and a weak reference, as Keras's models take)."""
+
+
 def _model(steps: int = 1) -> Any:
-    return SimpleNamespace(steps_per_execution=steps, run_eagerly=False, train_function="made", test_function="made",
-                           predict_function="made", optimizer="adam", _compile_loss="loss", _compile_metrics=None)
+    return _Model(steps_per_execution=steps, run_eagerly=False, train_function="made", test_function="made",
+                  predict_function="made", optimizer="adam", _compile_loss="loss", _compile_metrics=None)
 
 
 def test_steps_per_call_divide_the_steps_the_call_asks_for_and_prefer_the_epochs_batches() -> None:
@@ -202,9 +179,10 @@ def test_tune_holds_for_the_call_keeps_its_functions_and_leaves_what_the_script_
     off, untouched = _ctx(tuning=False), _model()
     tune(off, untouched, given, "train.py:9")
     assert untouched.steps_per_execution == 1 and off.said == []
-    mirrored = _ctx(kind="mirrored", replicas=2)
-    tune(mirrored, untouched, given, "train.py:9")
-    assert untouched.steps_per_execution == 1 and "keras-team/keras#19246" in mirrored.said[0]
+    for kind in ("mirrored", "multi_worker_mirrored"):  # several replicas: tuned too (keras_repairs.py)
+        several = _ctx(kind=kind, replicas=2)
+        tune(several, untouched, given, "train.py:9")()
+        assert several.said and "Keras fit tuned: 20 steps" in several.said[0]
     one_replica = _ctx(kind="mirrored", replicas=1)
     tune(one_replica, untouched, given, "train.py:9")()
     assert one_replica.said and "Keras fit tuned" in one_replica.said[0]

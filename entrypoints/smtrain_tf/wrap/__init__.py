@@ -20,12 +20,13 @@ Map:
     patches.py         installs every patch on each Keras found (Keras 2 and 3)
     fit_inputs.py      reading a fit call: bound arguments, arrays or batched data, the caller's file:line
     batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
-    keras_fit.py       the patched fit: Keras's own under default and Mirrored (with metric lines), else mwms_fit
-                       (and mwms_fit always during `smtrain check`, whose steps smtrain's loop records)
+    keras_fit.py       the patched fit: Keras's own under every strategy (with metric lines); check_fit during
+                       `smtrain check`, whose steps smtrain's loop records
+    keras_repairs.py   Keras 3's trainer repaired where it fails under MultiWorkerMirrored and several replicas
+                       (keras-team/keras#20585, #19246): its own steps, callbacks and logs otherwise
     fit_tuning.py      Keras's fit runs several steps per call (steps_per_execution) when nothing the script
                        wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
-    mwms_fit.py        fit under MultiWorkerMirrored through smtrain_tf.fit (Keras 3's fit fails there)
-    mwms_evaluate.py   evaluate under MultiWorkerMirrored with Keras 3: on each worker, on a copy of the model
+    check_fit.py       fit during `smtrain check`, through smtrain_tf.fit (the check records its first steps)
     epoch_lines.py     the Keras callback printing smtrain's metric line each epoch
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save

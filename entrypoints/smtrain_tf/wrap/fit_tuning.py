@@ -8,10 +8,8 @@ the same ops on the same batches in the same order, so the weights do not change
 
 Chosen so that nothing the script wrote changes its meaning:
 - left as the script compiled it when it set steps_per_execution itself, runs eagerly, or is Keras 2;
-- 1 under MirroredStrategy with several replicas, where Keras 3's multi-step function fails at its first
-  call ("You must feed a value for placeholder tensor", keras-team/keras#19246, open; seen here with
-  Keras 3.15 on 2 CPU replicas); one replica, the default strategy and MultiWorkerMirrored (smtrain's
-  loop, mwms_fit.py) are tuned;
+- tuned under every strategy the wrap sets: with several replicas, where Keras 3's own multi-step
+  function fails (keras-team/keras#19246), keras_repairs.py runs the same steps in a loop of its own;
 - 1 while a callback of the call acts on every batch: a train-batch hook (training/callbacks.wants_batches:
   a ModelCheckpoint saving every n batches, the script's own on_train_batch_end), or a test-batch hook
   when fit validates (Keras would call them once per call, with the last step's logs);
@@ -29,9 +27,9 @@ a prefetch after it measured no gain here, so the data path is Keras's. XLA is K
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..distribute.choice import MIRRORED
 from ..training.callbacks import wants_batches
 from ..training.keras_compat import keras
 from . import fit_inputs
@@ -94,6 +92,9 @@ def _why_one(given: Dict[str, Any], target: int) -> str:
 
 
 _Functions = Tuple[Any, Any, Any]
+# The tuned functions kept per model, outside it: an attribute set on a Keras 3 model is tracked, and the
+# compile-made metrics kept with them would join model.metrics (evaluate would return each twice).
+_TUNED: "weakref.WeakKeyDictionary[Any, Tuple[int, Tuple[Any, Any, Any], _Functions]]" = weakref.WeakKeyDictionary()
 
 
 def _functions(model: Any) -> _Functions:
@@ -110,7 +111,7 @@ def _apply(model: Any, steps: int) -> Callable[[], None]:
     """Give the model `steps` per call (with the functions kept from an earlier fit at that count); return what
     puts the script's count and functions back."""
     written, theirs = model.steps_per_execution, _functions(model)
-    kept = getattr(model, "_smtrain_tuned", None)
+    kept = _TUNED.get(model)
     model.steps_per_execution = steps
     same_compile = kept is not None and all(a is b for a, b in zip(kept[1], _compiled_as(model)))  # noqa: B905
     if kept is not None and kept[0] == steps and same_compile:  # (zip's strict= needs Python 3.10)
@@ -120,7 +121,7 @@ def _apply(model: Any, steps: int) -> Callable[[], None]:
         model.train_function = model.test_function = model.predict_function = None
 
     def restore() -> None:
-        model._smtrain_tuned = (steps, _compiled_as(model), _functions(model))  # noqa: SLF001 - ours
+        _TUNED[model] = (steps, _compiled_as(model), _functions(model))
         model.steps_per_execution = written
         model.train_function, model.test_function, model.predict_function = theirs
 
@@ -141,10 +142,6 @@ def tune(ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> 
                      "compiled it")
         return _nothing
     if getattr(model, "run_eagerly", False):
-        return _nothing
-    if ctx.kind == MIRRORED and ctx.replicas > 1:
-        ctx.say_once(f"wrap: note: {location}: fit runs one step per call: Keras 3's fit fails with several steps "
-                     "per call under MirroredStrategy with several replicas (keras-team/keras#19246)")
         return _nothing
     acting = _every_batch(given)
     if acting:

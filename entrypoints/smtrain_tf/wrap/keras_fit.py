@@ -1,8 +1,9 @@
-"""The patched `Model.fit`: Keras's own fit under default and Mirrored, smtrain's loop under MultiWorkerMirrored.
+"""The patched `Model.fit`: Keras's own fit under every strategy the wrap sets.
 
-Under Keras's fit the batch sizes become global (batch_size.py), fit runs several steps per call
-(fit_tuning.py) and a callback prints smtrain's metric line each epoch (epoch_lines.py); under
-MultiWorkerMirrored mwms_fit.py takes the call.
+The batch sizes become global (batch_size.py), fit runs several steps per call (fit_tuning.py) and
+a callback prints smtrain's metric line each epoch (epoch_lines.py). Under MultiWorkerMirrored and
+several replicas Keras's trainer runs with keras_repairs.py's three repairs. During `smtrain check`
+check_fit.py takes the call: the check records the first steps in smtrain's loop.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ import functools
 from typing import Any, Callable, Optional
 
 from ..check import settings as check_settings
-from ..distribute.choice import MWMS
-from . import batch_size, epoch_lines, fit_inputs, fit_tuning, mwms_fit
+from . import batch_size, check_fit, epoch_lines, fit_inputs, fit_tuning
 from .context import WrapContext
 
 
@@ -31,10 +31,10 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
         given = fit_inputs.bind(original, self, args, kwargs)
         location = fit_inputs.caller_location(1, ctx.settings.script_dir)
-        if ctx.kind == MWMS or check_settings.read() is not None:
-            # (`smtrain check`: the first steps must run in smtrain's loop, which records them, with the data in
-            # one seeded order in both runs.)
-            return mwms_fit.fit(keras, ctx, self, given, location)
+        if check_settings.read() is not None:
+            # `smtrain check`: the first steps must run in smtrain's loop, which records them, with the data in
+            # one seeded order in both runs.
+            return check_fit.fit(keras, ctx, self, given, location)
         given, examples = batch_size.scale_batches(ctx, given, location)
         accumulation = ctx.contract.hp("gradient_accumulation_steps")
         if accumulation > 1:

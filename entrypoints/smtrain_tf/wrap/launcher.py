@@ -48,6 +48,13 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
 
         # The script's Keras then builds its variables under the strategy without any scope() of its own.
         tf.distribute.experimental_set_strategy(dist.strategy)
+        if dist.kind == MWMS and check_settings.read() is None:
+            seed = int(contract.hp("seed"))
+            # Each worker takes its share of every global batch from the same stream: an unseeded shuffle
+            # (Keras's of arrays, the script's Dataset.shuffle) must give the same order on every worker.
+            tf.random.set_seed(seed)
+            say(f"wrap: TensorFlow seeded with {seed} (the seed hyperparameter) so that every worker shuffles "
+                "alike; a seed the script sets replaces it")
     from . import patches, repeated_warnings
 
     patches.install(ctx)

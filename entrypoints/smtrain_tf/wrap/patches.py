@@ -11,7 +11,7 @@ from typing import Any, List
 from ..check import settings as check_settings
 from ..distribute.choice import DEFAULT
 from ..training.keras_compat import keras as tf_keras
-from . import devices_guard, keras_fit, learning_rate, mwms_evaluate, own_strategy, saving
+from . import devices_guard, keras_fit, keras_repairs, learning_rate, own_strategy, saving
 from .context import WrapContext
 
 
@@ -27,6 +27,8 @@ def keras_handles() -> List[Any]:
 
 
 def install(ctx: WrapContext) -> None:
+    if ctx.replicas > 1 or ctx.kind != DEFAULT:
+        keras_repairs.install()
     redirect = saving.new_redirect()
     patched: List[Any] = []
     for keras in keras_handles():
@@ -34,7 +36,6 @@ def install(ctx: WrapContext) -> None:
         if model_class not in patched:
             patched.append(model_class)
             keras_fit.patch(keras, model_class, ctx)
-            mwms_evaluate.patch(keras, model_class, ctx)
             learning_rate.patch(keras, model_class, ctx)
             saving.patch_model(model_class, ctx, redirect)
         saving.patch_functions(keras, ctx, redirect)

@@ -1,14 +1,15 @@
-"""`model.fit` under MultiWorkerMirrored, through smtrain's own loop (smtrain_tf.fit).
+"""`model.fit` during `smtrain check`, through smtrain's own loop (smtrain_tf.fit), which records the first steps.
 
-Keras 3's fit fails there at the first step ("unsupported type ... PerReplica", keras-team/keras#20585),
-so the wrap turns the call's arguments into smtrain_tf.fit's. Array data is batched per replica
-(see batch_size) and shuffled with the job's seed: every worker then holds the same order before
-tf.distribute gives each its share. Every Keras callback is driven as Keras's fit drives it
-(smtrain_tf's training/callbacks.py); `sample_weight` and `class_weight` become each example's
-weight in the loss, as in Keras; `initial_epoch` starts there. Arguments smtrain's loop cannot
-honour are refused by name. The loop runs the job's steps_per_execution steps per call (the script's
-compiled count when it set one; one with code.wrap_tuning: false, or while a callback acts on every
-batch) and gathers array rows per batch.
+Outside a check the wrap runs Keras's own fit under every strategy (keras_fit.py, keras_repairs.py).
+A check compares its first steps in the planned layout with one device's, step by step, so it turns
+the call's arguments into smtrain_tf.fit's. Array data is batched per replica (see batch_size) and
+shuffled with the job's seed: every worker then holds the same order before tf.distribute gives each
+its share. Every Keras callback is driven as Keras's fit drives it (smtrain_tf's
+training/callbacks.py); `sample_weight` and `class_weight` become each example's weight in the loss,
+as in Keras; `initial_epoch` starts there. Arguments smtrain's loop cannot honour are refused by name.
+The loop runs the job's steps_per_execution steps per call (the script's compiled count when it set
+one; one with code.wrap_tuning: false, or while a callback acts on every batch) and gathers array rows
+per batch.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from .context import Unsupported, WrapContext
 # Arguments about how Keras reports or paces validation: the loop validates every epoch, in full.
 _IGNORED_ARGUMENTS = ("validation_steps", "validation_batch_size", "validation_freq")
 
-_WHY = ("under MultiWorkerMirrored the wrap trains through smtrain's own loop, since Keras 3's fit does not run "
-        "there (keras-team/keras#20585)")
+_WHY = ("during `smtrain check` the wrap trains through smtrain's own loop, which records the steps it compares")
 
 
 def _refuse(location: str, what: str, change: str) -> Unsupported:

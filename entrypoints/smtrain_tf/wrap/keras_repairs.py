@@ -1,0 +1,163 @@
+"""Keras 3's own fit, evaluate and predict under a strategy of several replicas: three repairs, nothing else.
+
+Keras 3's TensorFlow trainer (keras/src/backend/tensorflow/trainer.py) runs the model's own
+`train_step`, `test_step` and `predict_step` inside `strategy.run` over a distributed iterator, with
+its data adapters, callbacks and logs around them. It fails in three places under the strategies the
+wrap sets; each is repaired here by the smallest change, and every other piece stays Keras's:
+
+1. Before the first step Keras builds the model from the first batch, which it averages over the
+   replicas in eager mode: under MultiWorkerMirrored TensorFlow refuses that ("Attempt to convert a
+   value (PerReplica...) with an unsupported type", keras-team/keras#20585), and under MirroredStrategy
+   a batch without labels (`fit(x)` of a model whose own train_step gives its compiled loss a y) fails
+   with "None values not supported" (on one device Keras skips this build). Only the batch's shapes and
+   dtypes count there, so the first replica's part is used, with labels shaped like the model's output
+   where the batch has none.
+2. MultiWorkerMirrored: each step's logs are reduced with `strategy.reduce("MEAN", v, axis=0)`, which
+   fails on the scalar logs every model returns (same issue). They are averaged over the replicas of
+   every worker (axis=None), as Keras averages them over local replicas under MirroredStrategy.
+3. Several steps per call (steps_per_execution > 1) with several replicas: Keras's loop of optionals
+   fails at its first call ("You must feed a value for placeholder tensor", keras-team/keras#19246,
+   seen with Keras 3.15 under MirroredStrategy on 2 CPU replicas and MultiWorkerMirrored on 2 hosts).
+   The steps run in a loop of this module's inside one tf.function: each is Keras's own step
+   (`strategy.run` of the model's `train_step`/`test_step`, logs reduced as Keras reduces them), and the
+   loop ends when the data does, as Keras's does. The step is traced inline (a nested tf.function
+   brings the failure back), so XLA (`jit_compile`) is not applied to such calls.
+The repairs are installed on Keras's trainer class once, only where the wrap's strategy has several
+replicas, and only for Keras 3 (Keras 2's fit runs under these strategies as it is).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import tensorflow as tf
+
+_INSTALLED = "_smtrain_repaired"
+
+
+def _trainer_module() -> Optional[Any]:
+    try:
+        from keras.src.backend.tensorflow import trainer
+    except ImportError:  # Keras 2 (TF <= 2.15, or tf_keras): nothing to repair
+        return None
+    needed = ("TensorFlowTrainer", "reduce_per_replica", "_collective_all_reduce_multi_worker")
+    if not all(hasattr(trainer, name) for name in needed):
+        return None
+    return trainer
+
+
+def _local_part(strategy: Any, value: Any) -> Any:
+    if isinstance(value, tf.distribute.DistributedValues):
+        return strategy.experimental_local_results(value)[0]
+    return value
+
+
+def _with_labels(model: Any, strategy: Any, batch: Any) -> Any:
+    """`batch` as Keras's build can take it: a batch without labels (`fit(x)`, whose own train_step gives the
+    compiled loss its y) gets labels shaped like the model's output, as that y must be, for the build only."""
+    from keras.src import backend, tree
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(batch)
+    loss = getattr(model, "_compile_loss", None)
+    if y is not None or loss is None or loss.built:
+        return batch
+    symbolic = tree.map_structure(
+        lambda v: None if v is None else backend.KerasTensor(v.shape, backend.standardize_dtype(v.dtype)), x)
+    with strategy.scope():
+        output = backend.compute_output_spec(model, symbolic, training=False)
+    rows = int(tree.flatten(x)[0].shape[0])
+    labels = tree.map_structure(lambda s: tf.zeros([rows, *[d or 1 for d in s.shape[1:]]], s.dtype), output)
+    return (x, labels) if sample_weight is None else (x, labels, sample_weight)
+
+
+def _repair_symbolic_build(trainer: Any) -> None:
+    cls = trainer.TensorFlowTrainer
+    original = cls._maybe_symbolic_build
+
+    def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
+        strategy = self._distribute_strategy
+        if iterator is None or strategy is None or strategy.num_replicas_in_sync <= 1:
+            return original(self, iterator=iterator, data_batch=data_batch)
+        from keras.src import tree
+
+        for _, _, batches in iterator:  # the first batch, as Keras takes it
+            data_batch = tree.map_structure(lambda v: _local_part(strategy, v), next(batches))
+            break
+        return original(self, iterator=None, data_batch=_with_labels(self, strategy, data_batch))
+
+    cls._maybe_symbolic_build = _maybe_symbolic_build
+
+
+def _repair_reduction(trainer: Any) -> None:
+    original = trainer.reduce_per_replica
+
+    def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
+        if reduction not in ("auto", "mean") or not trainer._collective_all_reduce_multi_worker(strategy):
+            return original(values, strategy, reduction)
+        from keras.src import tree
+
+        # A worker of one replica gets plain tensors from strategy.run: they are reduced across workers too.
+        return tree.map_structure(lambda v: strategy.reduce("MEAN", v, axis=None), values)
+
+    # Keras's step functions look the name up in their module when they are traced.
+    trainer.reduce_per_replica = reduce_per_replica
+
+
+def _several_steps(model: Any, step_function: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
+    """One tf.function running up to `steps_per_execution` of Keras's steps; the logs of the last one."""
+    steps = int(model.steps_per_execution)
+    convert = getattr(model, "_autoconvert_optionals", None)
+
+    def one_step(data: Any) -> Any:
+        outputs = model.distribute_strategy.run(step_function, args=(data,))
+        return trainer.reduce_per_replica(outputs, model.distribute_strategy, reduction="auto")
+
+    if convert is not None:
+        one_step = convert(one_step)
+
+    def several(iterator: Any) -> Any:
+        outputs = one_step(iterator.get_next())  # no data left: OutOfRangeError, Keras's end of the epoch
+        for _ in tf.range(steps - 1):
+            following = iterator.get_next_as_optional()
+            if not following.has_value():
+                break
+            outputs = one_step(following.get_value())
+        return outputs
+
+    return tf.function(several, reduce_retracing=True)
+
+
+def _repair_several_steps(trainer: Any) -> None:
+    cls = trainer.TensorFlowTrainer
+    original = cls._make_function
+
+    def _make_function(self: Any, step_function: Callable[..., Any]) -> Callable[..., Any]:
+        keras_function = original(self, step_function)
+        if (self.run_eagerly or int(self.steps_per_execution) <= 1
+                or self.distribute_strategy.num_replicas_in_sync <= 1):
+            return keras_function
+        several = _several_steps(self, step_function, trainer)
+
+        def function(iterator: Any) -> Any:
+            if isinstance(iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)):
+                return several(iterator)
+            return keras_function(iterator)  # train_on_batch's one batch: Keras's own path
+
+        return function
+
+    cls._make_function = _make_function
+
+
+def install() -> bool:
+    """Repair Keras 3's trainer (once per process); False where there is no Keras 3 trainer to repair."""
+    trainer = _trainer_module()
+    if trainer is None:
+        return False
+    if getattr(trainer.TensorFlowTrainer, _INSTALLED, False):
+        return True
+    _repair_symbolic_build(trainer)
+    _repair_reduction(trainer)
+    _repair_several_steps(trainer)
+    setattr(trainer.TensorFlowTrainer, _INSTALLED, True)
+    return True
