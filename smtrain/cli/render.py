@@ -152,16 +152,12 @@ def _tensorflow_lines(t: dict[str, Any]) -> list[str]:
 
 def _wrap_fit(plan: Plan, tuning: bool) -> str:
     """How the wrap runs the script's model.fit on this plan's layout (smtrain_tf/wrap/fit_tuning.py)."""
-    if plan.strategy == "multi_worker_mirrored":
-        count = "one step per call (code.wrap_tuning: false)" if not tuning else "several steps per call"
-        return f"smtrain's loop (Keras 3's fit cannot run under MultiWorkerMirrored), {count}"
+    mended = ("; Keras 3 mended where it fails with several replicas (keras-team/keras#20585, #19246)"
+              if plan.strategy == "multi_worker_mirrored" or plan.replicas > 1 else "")
     if not tuning:
-        return "Keras's fit as your script compiles it (code.wrap_tuning: false)"
-    if plan.strategy == "mirrored" and plan.replicas > 1:
-        return ("Keras's fit, one step per call: Keras 3 fails with more under MirroredStrategy with several "
-                "replicas (keras-team/keras#19246)")
-    return ("Keras's fit runs several steps per call (code.wrap_tuning), unless your script sets "
-            "steps_per_execution or a callback acts on every batch")
+        return f"Keras's own fit as your script compiles it (code.wrap_tuning: false){mended}"
+    return ("Keras's own fit runs several steps per call (code.wrap_tuning), unless your script sets "
+            f"steps_per_execution or a callback acts on every batch{mended}")
 
 
 def _program_lines(plan: Plan, own_strategies: Sequence[StandIn] = ()) -> list[str]:

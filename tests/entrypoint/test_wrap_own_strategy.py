@@ -215,3 +215,66 @@ def test_a_warning_keras_logs_at_every_save_is_shown_once(caplog) -> None:
             "You are saving your model as an HDF5 file via `model.save()`.", "another warning", "another warning"]
     finally:
         logger.filters[:] = saved
+
+
+ANSWERS = """
+import json, sys
+from types import SimpleNamespace
+
+import tensorflow as tf
+from smtrain_tf.wrap import own_strategy
+
+def answers(strategy):
+    resolver = strategy.cluster_resolver
+    return {"resolver": type(resolver).__name__, "task_type": resolver.task_type, "task_id": resolver.task_id,
+            "cluster": resolver.cluster_spec().as_dict(), "should_checkpoint": strategy.extended.should_checkpoint,
+            "should_save_summary": strategy.extended.should_save_summary,
+            "between_graph": strategy.extended.experimental_between_graph,
+            "is_mwms": isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy),
+            "is_strategy": isinstance(strategy, tf.distribute.Strategy)}
+
+if sys.argv[1] == "tensorflow":
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # TensorFlow's own, on one host
+    names = sorted(n for n in dir(strategy) if not n.startswith("_"))
+    extended = sorted(n for n in dir(strategy.extended) if not n.startswith("_"))
+    print(json.dumps({"answers": answers(strategy), "names": names, "extended": extended}))
+else:
+    real = tf.distribute.MirroredStrategy()  # the wrap's, on one host
+    ctx = SimpleNamespace(kind="mirrored", replicas=1, dist=SimpleNamespace(strategy=real, num_workers=1),
+                          settings=SimpleNamespace(script_dir="."), say_once=lambda line: None)
+    strategy = own_strategy._stand_in(tf.distribute.MultiWorkerMirroredStrategy, ctx)()
+    missing = [n for n in json.loads(sys.argv[2])["names"] if not hasattr(strategy, n)]
+    missing += ["extended." + n for n in json.loads(sys.argv[2])["extended"] if not hasattr(strategy.extended, n)]
+    with strategy.scope():  # the wrap's strategy underneath: Keras builds its variables there
+        inside = tf.distribute.get_strategy() is real
+    print(json.dumps({"answers": answers(strategy), "missing": missing, "scope_is_the_wraps": inside,
+                      "replicas": strategy.num_replicas_in_sync}))
+"""
+
+
+def test_multi_worker_mirrored_asked_on_one_host_answers_as_tensorflows_own(tmp_path: Path) -> None:
+    """The AWS example's `strategy.cluster_resolver.task_type` after training, on 1 host of several GPUs."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ENTRYPOINTS
+
+    env = {**os.environ, "PYTHONPATH": ENTRYPOINTS, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("TF_CONFIG", None)
+    script = tmp_path / "answers.py"
+    script.write_text(ANSWERS)
+
+    def run(*args: str) -> dict:
+        done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    tensorflow = run("tensorflow")
+    wrapped = run("wrap", json.dumps(tensorflow))
+    assert tensorflow["answers"]["task_type"] is None and tensorflow["answers"]["resolver"] == "TFConfigClusterResolver"
+    assert wrapped["answers"] == tensorflow["answers"]
+    assert wrapped["missing"] == [] and len(tensorflow["names"]) >= 20
+    assert wrapped["scope_is_the_wraps"] and wrapped["replicas"] == 1

@@ -128,7 +128,7 @@ def test_every_smtrain_variable_and_when_it_is_set(tmp_path):
     untuned = plan_for(tmp_path, {"code": {**WRAPPED["code"], "wrap_tuning": False}})
     assert untuned.environment == {"SMTRAIN_WRAP_SCRIPT": "train.py", "SMTRAIN_WRAP_BATCH": "per_replica",
                                    "SMTRAIN_WRAP_TUNING": "off"}
-    assert "wrap fit      Keras's fit as your script compiles it (code.wrap_tuning: false)" in plan_text(untuned)
+    assert "wrap fit      Keras's own fit as your script compiles it (code.wrap_tuning: false)" in plan_text(untuned)
     own = plan_for(tmp_path, {**OWN, "training": {"gradient_accumulation_steps": 3}})
     assert own.environment == {"SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "3"}
     bundled = plan_for(tmp_path, {"compute": {"allow_cpu": True}})
@@ -238,13 +238,16 @@ def test_plan_shows_what_the_wrap_does(tmp_path):
     assert "batch: your batch_size x 4 replicas (code.wrap_batch: per_replica)" in text
     assert "learning rate: as your script sets it (training.lr_scaling not set)" in text
     assert "the wrap builds MirroredStrategy" in text
-    # 4 replicas under Mirrored: Keras 3 fails with several steps per call there.
-    assert "wrap fit      Keras's fit, one step per call: Keras 3 fails with more under MirroredStrategy" in text
+    # 4 replicas under Mirrored: Keras's fit, tuned, with the wrap's repairs of Keras 3 there.
+    assert ("wrap fit      Keras's own fit runs several steps per call (code.wrap_tuning), unless your script sets "
+            "steps_per_execution or a callback acts on every batch; Keras 3 mended where it fails with several "
+            "replicas (keras-team/keras#20585, #19246)") in text
     assert "SMTRAIN_WRAP_SCRIPT=train.py SMTRAIN_WRAP_BATCH=per_replica SMTRAIN_WRAP_TUNING=on" in text
     one_gpu = plan_text(plan_for(tmp_path, {**WRAPPED, "compute": {"instance_type": "ml.g5.xlarge"}}))
-    assert "wrap fit      Keras's fit runs several steps per call (code.wrap_tuning)" in one_gpu
+    assert "wrap fit      Keras's own fit runs several steps per call (code.wrap_tuning)" in one_gpu
+    assert "mended" not in one_gpu  # one device: Keras's fit as it is
     hosts = plan_text(plan_for(tmp_path, {**WRAPPED, "compute": {"instance_type": "ml.g5.xlarge", "nodes": 2}}))
-    assert "wrap fit      smtrain's loop (Keras 3's fit cannot run under MultiWorkerMirrored), several steps" in hosts
+    assert "wrap fit      Keras's own fit runs several steps per call" in hosts and "Keras 3 mended" in hosts
     assert plan.summary()["entry_point"] == "smtrain_wrap.py" and plan.summary()["program"]["script"] == "train.py"
 
 

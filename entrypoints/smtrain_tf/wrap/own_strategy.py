@@ -8,6 +8,14 @@ the wrap has set a strategy, those names build nothing: calling them returns the
 (on one host the same devices; across hosts the wrap's MultiWorkerMirrored), and the log says so at
 the script's line. `isinstance(s, tf.distribute.MirroredStrategy)` keeps TensorFlow's own answer.
 
+What the script gets answers as the class it asked for would on this layout: on one host,
+`MultiWorkerMirroredStrategy()` is the wrap's MirroredStrategy answering as TensorFlow's own
+MultiWorkerMirroredStrategy does there (its `cluster_resolver` a TFConfigClusterResolver read from
+TF_CONFIG, whose task_type and task_id are None without one; `extended.experimental_between_graph`
+True; isinstance of the class asked for); every other attribute and method is the wrap's strategy's.
+`MirroredStrategy()` across hosts is the wrap's MultiWorkerMirrored, which has every public attribute
+a MirroredStrategy has.
+
 A call the wrap cannot stand for (explicit devices, an explicit cluster resolver) fails at its line
 with the reason; preflight refuses the same before the job is paid for. Options about how gradients
 travel (cross_device_ops, communication options) are left to the wrap's strategy, with a note.
@@ -79,6 +87,62 @@ def _bound(original: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dic
     return {name: value for name, value in list(bound.arguments.items())[1:] if value is not None}
 
 
+_MWMS_NAMES = ("CollectiveAllReduceStrategy", "_CollectiveAllReduceStrategyExperimental")
+
+
+class _ExtendedAsAsked:
+    """A MirroredStrategy's `extended`, answering as a one-host MultiWorkerMirroredStrategy's would."""
+
+    def __init__(self, extended: Any) -> None:
+        object.__setattr__(self, "_smtrain_extended", extended)
+
+    @property
+    def experimental_between_graph(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_smtrain_extended"), name)
+
+
+class _MultiWorkerAsAsked:
+    """The wrap's MirroredStrategy handed to a script that asked for MultiWorkerMirroredStrategy() on one host.
+
+    `scope()`, `run()`, `num_replicas_in_sync` and the rest are the wrap's strategy's own (Keras sees that
+    one); what differs on this layout answers as TensorFlow's MultiWorkerMirroredStrategy would."""
+
+    def __init__(self, strategy: Any, asked: type) -> None:
+        object.__setattr__(self, "_smtrain_strategy", strategy)
+        object.__setattr__(self, "_smtrain_asked", asked)
+        object.__setattr__(self, "_smtrain_resolver", tf.distribute.cluster_resolver.TFConfigClusterResolver())
+        object.__setattr__(self, "_smtrain_extended", _ExtendedAsAsked(strategy.extended))
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(s, tf.distribute.MultiWorkerMirroredStrategy), as TensorFlow's
+        return object.__getattribute__(self, "_smtrain_asked")
+
+    @property
+    def cluster_resolver(self) -> Any:
+        return object.__getattribute__(self, "_smtrain_resolver")
+
+    @property
+    def extended(self) -> Any:
+        return object.__getattribute__(self, "_smtrain_extended")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_smtrain_strategy"), name)
+
+    def __repr__(self) -> str:
+        return repr(object.__getattribute__(self, "_smtrain_strategy"))
+
+
+def _as_asked(original: type, strategy: Any) -> Any:
+    """The wrap's strategy as the class the script asked for would answer on this layout."""
+    wanted_multi_worker = original.__name__ in _MWMS_NAMES
+    if wanted_multi_worker and not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return _MultiWorkerAsAsked(strategy, original)
+    return strategy
+
+
 def _stand_in(original: type, ctx: WrapContext) -> type:
     """A class under `original`'s name whose call returns the wrap's strategy; isinstance stays TensorFlow's."""
 
@@ -99,7 +163,7 @@ def _stand_in(original: type, ctx: WrapContext) -> type:
                              "strategy chooses how the replicas exchange gradients")
         ctx.say_once(f"wrap: {location}: tf.distribute.{shown}() is the wrap's {ctx.kind} strategy "
                      f"({ctx.dist.num_workers} worker(s), {ctx.replicas} replica(s) in all)")
-        return ctx.dist.strategy
+        return _as_asked(original, ctx.dist.strategy)
 
     def instancecheck(cls: type, instance: Any) -> bool:
         return isinstance(instance, original)

@@ -1,8 +1,12 @@
-"""Saving under the wrap: one model in SM_MODEL_DIR (the chief's), and every process says what it saved.
+"""Saving under the wrap: one writer for the job's shared places (the chief), and every process says what it saved.
 
-MultiWorkerMirrored needs every worker to run a save (a SavedModel reads variables in sync), so
-a non-chief's save is not skipped: it goes to a temporary directory instead, and the log says
-where; the launcher removes those directories when the script ends. After each save the script
+Each SageMaker host has its own disk: what a host writes to its working directory (`./ckpt`, a
+checkpoint the script later restores from) is that host's, so such a save stays where the script
+wrote it, on every host, and the script finds it there again. Only the job's shared places need one
+writer: SM_MODEL_DIR (SageMaker uploads the model from it), the output data directory, and a remote
+URI (s3://...). MultiWorkerMirrored needs every worker to run a save (a SavedModel reads variables in
+sync), so a non-chief's save there is not skipped: it goes to a temporary directory instead, and the
+log says where; the launcher removes those directories when the script ends. After each save the script
 itself makes, every process logs `weights_sha256=<hex>` of the model's weights: equal digests
 across workers mean identical models. Saves made by Keras on the script's behalf (ModelCheckpoint
 every epoch) log nothing more: their files are the record. A save inside another (Model.save
@@ -27,7 +31,7 @@ from ..training import metrics
 from . import tf_names
 from .context import WrapContext
 
-_inside = threading.local()
+_nested = threading.local()
 
 
 class _Redirect:
@@ -76,6 +80,24 @@ def _digest_line(model: Any) -> Optional[str]:
     return f"weights_sha256={metrics.weights_digest(metrics.weights_list(model))}"
 
 
+def _inside(path: str, directory: str) -> bool:
+    directory = os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def shared_place(ctx: WrapContext, path: Any) -> bool:
+    """Whether a save to `path` lands in one of the job's shared places (one writer), not on this host alone."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False  # an open file or h5py group: this process's own
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    if "://" in text:
+        return True  # s3://, gs://, hdfs://: every host would write the same object
+    real = os.path.realpath(text)
+    return any(_inside(real, place) for place in (ctx.contract.model_dir, ctx.contract.output_data_dir) if place)
+
+
 def redirecting(ctx: WrapContext, redirect: _Redirect, original: Callable[..., Any], what: str, model_arg: str,
                 path_arg: str) -> Callable[..., Any]:
     """`original` with its `path_arg` moved on a non-chief and the digest of its `model_arg` logged."""
@@ -83,10 +105,10 @@ def redirecting(ctx: WrapContext, redirect: _Redirect, original: Callable[..., A
 
     @functools.wraps(original)
     def save(*args: Any, **kwargs: Any) -> Any:
-        if getattr(_inside, "depth", 0):
+        if getattr(_nested, "depth", 0):
             return original(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
-        if not ctx.is_chief and path_arg in bound.arguments:
+        if not ctx.is_chief and path_arg in bound.arguments and shared_place(ctx, bound.arguments[path_arg]):
             wanted = bound.arguments[path_arg]
             moved = redirect.path_for(wanted)
             if moved is not wanted:
@@ -94,11 +116,11 @@ def redirecting(ctx: WrapContext, redirect: _Redirect, original: Callable[..., A
                 ctx.say(f"wrap: worker {ctx.dist.worker_index} is not the chief: {what} writes {moved} "
                         f"instead of {os.fspath(wanted)}")
         by_keras = _called_by_keras()
-        _inside.depth = 1
+        _nested.depth = 1
         try:
             result = original(*bound.args, **bound.kwargs)
         finally:
-            _inside.depth = 0
+            _nested.depth = 0
         line = None if by_keras else _digest_line(bound.arguments.get(model_arg))
         if line is not None:
             ctx.say(line)
