@@ -124,6 +124,13 @@ def test_keras_fit_gives_the_same_weights_on_one_device_two_replicas_and_two_hos
     # The weights moved (equal because they trained alike, not because nothing trained).
     untrained = np.zeros_like(expected[5])
     assert not np.allclose(expected[5], untrained)
+    # TensorBoard's event files (on by default, <output>/tensorboard) from the chief alone, alike on every layout:
+    # each fit call in a directory of its own.
+    for host in (one, replicas, chief):
+        board = host.base / "output" / "tensorboard"
+        assert list((board / "train").glob("events.out.tfevents.*")), host.name
+        assert list((board / "fit-2" / "train").glob("events.out.tfevents.*")), host.name
+    assert not (worker.base / "output" / "tensorboard").exists()
     # Keras's own evaluate after fit, distributed too: the same values everywhere.
     for host in (replicas, chief, worker):
         assert _evaluated(host) == pytest.approx(_evaluated(one), rel=1e-4)

@@ -9,7 +9,6 @@ twice resumes each phase from its own checkpoints.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable, Optional, Sequence, Tuple
 
@@ -30,13 +29,9 @@ from .measures import Measures
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
 from .summaries import Summaries
+from .summaries import numbered as _numbered
 
 _calls = 0  # fit calls in this process, for their checkpoint directories
-
-
-def _numbered(directory: str, call: int) -> str:
-    """The n-th call's own directory (checkpoints, TensorBoard): the directory itself for the first."""
-    return directory if call == 1 else os.path.join(directory, f"fit-{call}")
 
 
 def _measures(model: Any, loss: Any) -> Measures:

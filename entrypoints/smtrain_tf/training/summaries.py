@@ -26,6 +26,11 @@ def _scalar_metadata() -> bytes:
     return metadata.SerializeToString()
 
 
+def numbered(directory: str, call: int) -> str:
+    """The n-th fit call's own directory (checkpoints, TensorBoard): the directory itself for the first."""
+    return directory if call == 1 else os.path.join(directory, f"fit-{call}")
+
+
 class Summaries:
     """Event files under `directory`; call from the chief only (another writer would clash with it)."""
 

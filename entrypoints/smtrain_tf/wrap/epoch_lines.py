@@ -2,7 +2,9 @@
 
     epoch=2 step=90 loss=0.2811 accuracy=0.9241 val_loss=0.2533 val_accuracy=0.9306 lr=0.001 ...
 
-The line is training/metrics.py's epoch_line over every value of Keras's logs.
+The line is training/metrics.py's epoch_line over every value of Keras's logs. With TensorBoard on
+(SMTRAIN_TENSORBOARD_DIR), the same values go to event files, as smtrain_tf.fit writes them: on the chief,
+each fit call in a directory of its own (training/summaries.py), on every layout alike.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 
 from ..training import metrics
 from ..training.optimization import current_learning_rate
+from ..training.summaries import Summaries, numbered
 from .context import WrapContext
 
 # Keras's logs name the rate itself; the line has its own lr=.
@@ -24,14 +27,7 @@ _RATE_KEYS = ("learning_rate", "lr")
 def line_from_logs(epoch: int, step: int, logs: Mapping[str, Any], learning_rate: Optional[float],
                    examples_per_sec: Optional[float], elapsed: float) -> str:
     """Every value Keras logged (the loss and each compiled metric, `val_` ones for validation)."""
-    def number(value: Any) -> float:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return math.nan
-
-    train = {k: number(v) for k, v in logs.items() if not k.startswith("val_") and k not in _RATE_KEYS}
-    validation = {k[len("val_"):]: number(v) for k, v in logs.items() if k.startswith("val_")}
+    train, validation = _values(logs, False), _values(logs, True)
     line = metrics.epoch_line(epoch, step, train, validation or None, learning_rate, examples_per_sec or 0.0,
                               elapsed)
     if examples_per_sec is None:
@@ -46,13 +42,34 @@ def _iterations(model: Any) -> Optional[int]:
         return None
 
 
+_calls = [0]  # the wrapped script's fit calls, for their TensorBoard directories
+
+
+def _values(logs: Mapping[str, Any], validation: bool) -> dict:
+    def number(value: Any) -> float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return math.nan
+
+    return {(k[len("val_"):] if validation else k): number(v) for k, v in logs.items()
+            if k.startswith("val_") == validation and k not in _RATE_KEYS}
+
+
 def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int]) -> Any:
     """A callback of `keras`'s own class (Keras 2 and 3 each check theirs) that prints the line."""
+    _calls[0] += 1
+    directory = ctx.contract.tensorboard_dir
+    summaries = Summaries(numbered(directory, _calls[0])) if directory else None
 
     class SmtrainEpochLines(keras.callbacks.Callback):
         def __init__(self) -> None:
             super().__init__()
             self._began = time.perf_counter()
+
+        def on_train_end(self, logs: Optional[Mapping[str, Any]] = None) -> None:
+            if summaries is not None:
+                summaries.close()
 
         def on_epoch_begin(self, epoch: int, logs: Optional[Mapping[str, Any]] = None) -> None:
             self._began = time.perf_counter()
@@ -63,7 +80,12 @@ def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int
             if step is None:
                 step = (epoch + 1) * int((self.params or {}).get("steps") or 0)
             rate = examples_per_epoch / seconds if examples_per_epoch else None
-            ctx.say(line_from_logs(epoch + 1, step, dict(logs or {}), current_learning_rate(self.model.optimizer),
-                                   rate, time.time() - ctx.started_at))
+            learning_rate = current_learning_rate(self.model.optimizer)
+            ctx.say(line_from_logs(epoch + 1, step, dict(logs or {}), learning_rate, rate,
+                                   time.time() - ctx.started_at))
+            if summaries is not None:
+                validation = _values(dict(logs or {}), True)
+                summaries.epoch(epoch, _values(dict(logs or {}), False), validation or None, learning_rate,
+                                rate or 0.0)
 
     return SmtrainEpochLines()
