@@ -30,11 +30,12 @@ and the figures are medians over all rounds.
 
 The planned layouts, locally (mlp, 2 epochs, the wrapped script tuned and untuned, alternating): one host
 of 2 CPU replicas under Mirrored (SMTRAIN_CPU_REPLICAS=2) and 2 hosts under MultiWorkerMirrored (two
-processes on this machine, whose 2 cores they share), examples/s of the chief's second epoch, training
-and evaluation both (smtrain's loop gives callbacks no evaluation events to time it by).
+processes on this machine, whose 2 cores they share), examples/s of the chief's second epoch (training
+time, up to its validation). And what the local proof of a plan costs: the wrapped cnn (2 epochs of 150
+steps, tuned) on one host of 4 CPU replicas and on 2 hosts, the wall seconds of the whole run.
 
     .venv/bin/python bench/throughput_bench.py [--out FILE] [--rounds 3] [--cnn-rounds 1] [--models mlp,cnn]
-                                               [--layout-rounds 2]
+                                               [--layout-rounds 2] [--only-layouts]
 """
 
 from __future__ import annotations
@@ -180,7 +181,6 @@ def worker(variant: str, model_name: str, data: Path, validation: Path, epochs: 
             self.seconds = time.perf_counter() - self.began
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            # (Under MultiWorkerMirrored the wrap's fit is smtrain's loop, which evaluates without test events.)
             seconds = self.seconds if self.seconds is not None else time.perf_counter() - self.began
             _say(epoch + 1, float(logs["val_accuracy"]), examples, seconds)
 
@@ -320,12 +320,15 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
-def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], epochs: int = 2) -> float:
-    """The wrapped mlp script on a planned layout: examples/s of the chief's last epoch."""
-    used = {"train": channels["train"], "validation": channels["validation"]}
-    argv = [sys.executable, str(WRAP), "--worker", "plain_fit", "--model", "mlp", "--train", str(used["train"]),
+def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], epochs: int = 2,
+               model: str = "mlp", replicas: int = 2) -> tuple[float, float]:
+    """The wrapped script on a planned layout: examples/s of the chief's last epoch, and the run's wall seconds."""
+    steps = SETTINGS[model]["steps_per_epoch"]
+    used = {"train": channels["train"], "validation": channels["validation" if model == "mlp" else "validation_small"]}
+    argv = [sys.executable, str(WRAP), "--worker", "plain_fit", "--model", model, "--train", str(used["train"]),
             "--validation", str(used["validation"]), "--epochs", str(epochs)]
-    names = ("algo-1", "algo-2") if layout == "multi_worker_mirrored_2_hosts" else ("algo-1",)
+    argv += ["--steps-per-epoch", str(steps)] if steps else []
+    names = ("algo-1", "algo-2") if layout.startswith("multi_worker_mirrored") else ("algo-1",)
     addresses = [f"127.0.0.1:{port}" for port in _free_ports(len(names))]
     processes = []
     for index, name in enumerate(names):
@@ -337,15 +340,17 @@ def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], 
             env["TF_CONFIG"] = json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index},
                                            "environment": "cloud"})
         else:
-            env["SMTRAIN_CPU_REPLICAS"] = "2"
+            env["SMTRAIN_CPU_REPLICAS"] = str(replicas)
         processes.append(subprocess.Popen(argv, env=env, cwd=str(work), stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, text=True))
+    began = time.perf_counter()
     outputs = [process.communicate()[0] for process in processes]
+    wall = time.perf_counter() - began
     if any(process.returncode for process in processes):
         raise SystemExit(f"{layout} {tuning}: exited {[p.returncode for p in processes]}:\n{outputs[0][-3000:]}")
     rates = [float(_fields(line)["examples_per_sec"]) for line in outputs[0].splitlines()
              if line.startswith("bench epoch=")]
-    return rates[-1]
+    return rates[-1], wall
 
 
 def layout_figures(work: Path, channels: dict[str, Path], rounds: int) -> dict[str, Any]:
@@ -356,13 +361,19 @@ def layout_figures(work: Path, channels: dict[str, Path], rounds: int) -> dict[s
         order = ["on", "off"]
         for _ in range(rounds):
             for tuning in order:
-                rates[tuning].append(run_layout(layout, tuning, work, channels))
+                rates[tuning].append(run_layout(layout, tuning, work, channels)[0])
                 print(f"{layout} tuning={tuning}: {rates[tuning][-1]:.0f}", file=sys.stderr, flush=True)
             order.reverse()
         tuned, untuned = statistics.median(rates["on"]), statistics.median(rates["off"])
         figures[layout] = {"wrapped_examples_per_sec": round(tuned), "wrapped_untuned_examples_per_sec": round(untuned),
                            "each_run": {"wrapped": rates["on"], "wrapped_untuned": rates["off"]},
                            "ratio_tuned_to_untuned": round(tuned / untuned, 2)}
+    # The local proof's cost: the cnn on 4 replicas of one host and on 2 hosts (one host's 2 cores either way).
+    walls = {name: run_layout(name, "on", work, channels, model="cnn", replicas=4)[1]
+             for name in ("mirrored_4_replicas", "multi_worker_mirrored_2_hosts")}
+    figures["cnn_local_run_wall_s"] = {**{k: round(v, 1) for k, v in walls.items()},
+                                       "ratio_4_replicas_to_2_hosts": round(walls["mirrored_4_replicas"]
+                                                                            / walls["multi_worker_mirrored_2_hosts"], 2)}
     return figures
 
 
@@ -457,6 +468,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the mlp variants")
     parser.add_argument("--cnn-rounds", type=int, default=1, help="rounds of the cnn variants")
     parser.add_argument("--layout-rounds", type=int, default=2, help="rounds of the planned layouts (0: none)")
+    parser.add_argument("--only-layouts", action="store_true", help="the planned layouts alone")
     # A variant run in this process (the driver starts these).
     parser.add_argument("--worker", choices=("plain_fit", "tuned_fit", "smtrain_fit", "hand_loop"),
                         help=argparse.SUPPRESS)
@@ -469,8 +481,8 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.model, args.train, args.validation, args.epochs, args.steps_per_epoch)
         return
-    models = [m for m in args.models.split(",") if m]
-    result = bench(models, {"mlp": args.rounds, "cnn": args.cnn_rounds}, args.layout_rounds)
+    models = [] if args.only_layouts else [m for m in args.models.split(",") if m]
+    result = bench(models, {"mlp": args.rounds, "cnn": args.cnn_rounds}, max(args.layout_rounds, int(args.only_layouts)))
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")

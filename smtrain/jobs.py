@@ -155,6 +155,7 @@ class MetricPoint:
     epoch: int
     value: float
     timestamp: dt.datetime | None  # when the line was written (local), CloudWatch's period start (SageMaker)
+    fit: int = 1  # the script's n-th fit call whose epoch this is (`fit=N` in its line from the second on)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,11 @@ class Backend(Protocol):
 # it is (0 and negative ones included): a train:epoch value that is no whole number (nan, 2.5, 1e300) makes
 # its timestamp no epoch's. A job whose lines carry no train:epoch counts epochs by order instead: each
 # distinct timestamp is the next epoch. A value is kept as read, nan and inf included (a local log has them).
+# Fit calls: a script that calls fit several times logs epochs 1, 2, ... for each call; the lines of its second
+# call on carry ``fit=N`` (``train:fit``), and an epoch is the pair (call, epoch), so no call's epochs replace
+# another's. The rows run in that order, which is the order of time.
 EPOCH = "train:epoch"  # its values are epoch numbers (smtrain_tf/metric_definitions.json)
+FIT = "train:fit"  # its values are fit call numbers, from the second call on (absent: the first)
 _HOST = re.compile(r"algo-[1-9][0-9]*")
 
 Raw = Mapping[str, Iterable[tuple[dt.datetime, float]]]  # metric name -> (timestamp, value) as read
@@ -213,6 +218,7 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
     """One point per epoch for each metric of `raw` (see the module's rule), in `order`, then the rest."""
     points = {name: sorted(values, key=lambda p: p[0]) for name, values in raw.items()}
     epochs = points.pop(EPOCH, [])
+    call_at = {stamp: int(value) for stamp, value in points.pop(FIT, []) if _whole(value) and value >= 1}
     if epochs:
         epoch_at = {stamp: int(value) for stamp, value in epochs if _whole(value)}
     else:
@@ -221,12 +227,13 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
     names = [n for n in dict.fromkeys(order) if n in points] + [n for n in points if n not in order]
     series = []
     for name in names:
-        kept: dict[int, MetricPoint] = {}
+        kept: dict[tuple[int, int], MetricPoint] = {}
         for stamp, value in points[name]:
-            if stamp in epoch_at:  # a later point of the same epoch (a restarted job) wins
-                kept[epoch_at[stamp]] = MetricPoint(epoch_at[stamp], value, stamp)
+            if stamp in epoch_at:  # a later point of the same epoch of the same call (a restarted job) wins
+                call = call_at.get(stamp, 1)
+                kept[(call, epoch_at[stamp])] = MetricPoint(epoch_at[stamp], value, stamp, call)
         if kept:
-            series.append(MetricSeries(name, tuple(kept[e] for e in sorted(kept))))
+            series.append(MetricSeries(name, tuple(kept[key] for key in sorted(kept))))
     return tuple(series)
 
 

@@ -20,6 +20,7 @@ class EpochRow:
     epoch: int
     timestamp: dt.datetime | None  # the latest of the epoch's points
     values: dict[str, float]  # metric name -> value; a metric the epoch has no value of is absent
+    fit: int = 1  # the script's fit call the epoch belongs to (1: the first)
 
 
 def columns(metrics: JobMetrics) -> list[str]:
@@ -27,14 +28,21 @@ def columns(metrics: JobMetrics) -> list[str]:
 
 
 def rows(metrics: JobMetrics) -> list[EpochRow]:
-    values: dict[int, dict[str, float]] = {}
-    stamps: dict[int, dt.datetime] = {}
+    """One row per epoch of each fit call, in order: the first call's epochs, then the second's, ..."""
+    values: dict[tuple[int, int], dict[str, float]] = {}
+    stamps: dict[tuple[int, int], dt.datetime] = {}
     for series in metrics.series:
         for point in series.points:
-            values.setdefault(point.epoch, {})[series.name] = point.value
-            if point.timestamp is not None and (point.epoch not in stamps or point.timestamp > stamps[point.epoch]):
-                stamps[point.epoch] = point.timestamp
-    return [EpochRow(epoch, stamps.get(epoch), values[epoch]) for epoch in sorted(values)]
+            key = (point.fit, point.epoch)
+            values.setdefault(key, {})[series.name] = point.value
+            if point.timestamp is not None and (key not in stamps or point.timestamp > stamps[key]):
+                stamps[key] = point.timestamp
+    return [EpochRow(epoch, stamps.get((fit, epoch)), values[(fit, epoch)], fit) for fit, epoch in sorted(values)]
+
+
+def several_fits(found: list[EpochRow]) -> bool:
+    """Whether the rows come from more than one fit call (their call is then shown)."""
+    return any(row.fit > 1 for row in found)
 
 
 def heading(name: str) -> str:
@@ -50,8 +58,10 @@ class Metrics(list):  # type: ignore[type-arg]
 
     def __init__(self, metrics: JobMetrics) -> None:
         names = columns(metrics)
-        super().__init__({"epoch": r.epoch, **{heading(n): r.values.get(n) for n in names}, "time": r.timestamp}
-                         for r in rows(metrics))
+        found = rows(metrics)
+        calls = several_fits(found)
+        super().__init__({**({"fit": r.fit} if calls else {}), "epoch": r.epoch,
+                          **{heading(n): r.values.get(n) for n in names}, "time": r.timestamp} for r in found)
         self.job = metrics.job
         self.host = metrics.host
         self.source = metrics.source
@@ -75,7 +85,8 @@ class Metrics(list):  # type: ignore[type-arg]
                             "in a terminal)", exit_codes.USAGE) from None
         if ax is None:
             _, ax = plt.subplots()
-        epochs = [r["epoch"] for r in self]
+        # Several fit calls: each call's epochs after the last call's, in order.
+        epochs = list(range(1, len(self) + 1)) if any("fit" in r for r in self) else [r["epoch"] for r in self]
         for name in self.names:
             if name in ("epoch", "learning_rate", "examples_per_sec"):
                 continue
@@ -83,7 +94,7 @@ class Metrics(list):  # type: ignore[type-arg]
             if points:
                 xs, ys = [e for e, _ in points], [v for _, v in points]
                 ax.plot(xs, ys, linestyle="--" if name.startswith("val_") else "-", marker="o", label=name)
-        ax.set_xlabel("epoch")
+        ax.set_xlabel("epoch" if not any("fit" in r for r in self) else "epoch, the fit calls one after another")
         ax.set_title(self.job.name)
         if ax.get_legend_handles_labels()[0]:
             ax.legend()

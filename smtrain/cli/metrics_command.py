@@ -49,15 +49,16 @@ def _show(metrics: JobMetrics, output: str, plot: bool) -> None:
     if not rows:
         click.echo(table.no_metrics_text(metrics), err=True)
     if output == "csv":
-        click.echo(table.csv_header(names))
+        calls = table.several_fits(rows)
+        click.echo(table.csv_header(names, calls))
         for row in rows:
-            click.echo(table.csv_row(row, names))
+            click.echo(table.csv_row(row, names, calls))
         return
     if rows:
         click.echo(f"{metrics.job.name} ({metrics.job.status}), {metrics.host}, from {_source(metrics)}:")
         click.echo(table.header_line(names))
-        for row in rows:
-            click.echo(table.row_line(row, names))
+        for line in table.table_lines(rows, names):
+            click.echo(line)
     if plot and rows:
         _plot(metrics)
 
@@ -74,14 +75,16 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
     from smtrain.cli.render import dump_line
 
     interval = poll_interval(WAIT_POLL_DEFAULT)
-    # The epochs printed: each is printed once, whatever its number (0, negative, one logged after a later one).
-    shown: set[int] = set()
+    # The epochs printed, by fit call: each is printed once, whatever its number (0, negative, one logged after a
+    # later one). Followed, a row's call is in JSON and in the table's line before a call's first epoch.
+    shown: set[tuple[int, int]] = set()
     names: list[str] | None = None
+    last_call = 1
     while True:
         done = backend.describe(job).done  # first: the read after the end has every epoch
         metrics = backend.metrics(job, host)
         for row in table.rows(metrics):
-            if row.epoch in shown:
+            if (row.fit, row.epoch) in shown:
                 continue
             if output in ("json", "yaml"):
                 dump_line({"job": job, "host": metrics.host, **table.row_dict(row)}, output)
@@ -89,8 +92,11 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
                 if names is None:  # the columns are those of the first epoch seen
                     names = table.columns(metrics)
                     click.echo(table.csv_header(names) if output == "csv" else table.header_line(names))
+                if output != "csv" and row.fit != last_call:
+                    click.echo(table.fit_line(row))
                 click.echo(table.csv_row(row, names) if output == "csv" else table.row_line(row, names))
-            shown.add(row.epoch)
+            last_call = row.fit
+            shown.add((row.fit, row.epoch))
         if done:
             if not shown:
                 click.echo(table.no_metrics_text(metrics), err=True)

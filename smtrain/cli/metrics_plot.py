@@ -80,17 +80,24 @@ def plot_text(metrics: JobMetrics, width: int, height: int, *, color: bool) -> s
         unit = _unit([p.value for one in series for p in _finite(one)])
         in_units = f", x{unit:.0e}" if unit != 1 else ""
         panel.title(f"{title} per epoch ({metrics.host}{in_units})")
-        panel.label("epoch")
+        keys = sorted({(p.fit, p.epoch) for one in series for p in _finite(one)})
+        calls = any(fit > 1 for fit, _ in keys)
+        # One call: the epochs themselves on the axis. Several (fit called again): each call's epochs after the
+        # last call's, labelled call.epoch.
+        x_of = {key: (index if calls else key[1]) for index, key in enumerate(keys, start=1)}
+        panel.label("fit call.epoch" if calls else "epoch")
         for one in series:
             side = one.name.partition(":")[0]
             points = _finite(one)
-            signal = panel.signal([p.epoch for p in points], [p.value / unit for p in points], marker=MARKERS[side])
+            signal = panel.signal([x_of[(p.fit, p.epoch)] for p in points], [p.value / unit for p in points],
+                                  marker=MARKERS[side])
             signal.label(side)
             signal.lines()
             panel.draw(signal)
-        epochs = sorted({p.epoch for one in series for p in _finite(one)})
+        epochs = [x_of[key] for key in keys]
+        labels = [f"{fit}.{epoch}" if calls else str(epoch) for fit, epoch in keys]
         step = max(1, -(-len(epochs) // 8))  # whole epochs on the axis, at most about eight
-        panel.ruler("x").ticks(epochs[::step], [str(e) for e in epochs[::step]])
+        panel.ruler("x").ticks(epochs[::step], labels[::step])
         # The legend in the corner the curves leave free: top right when they fall (loss), else bottom right.
         values = [p.value / unit for one in series for p in _finite(one)]
         first = _finite(series[0])

@@ -1,5 +1,7 @@
 """How a job's metrics are shown: one row per epoch and one column per metric, as text, JSON or CSV,
-and the short summary that ends `submit --wait` and `submit --local`.
+and the short summary that ends `submit --wait` and `submit --local`. A script that calls fit several times
+has each call's epochs as rows of their own, in order: JSON gives each row its call (`fit`), the table a
+line before each call's first epoch, CSV a `fit` column when there is more than one call.
 
 A value that is not a finite number (a loss gone nan or inf in a local job's log) is shown as such: `nan`,
 `inf`, `-inf` in text and CSV, and the same words as strings in JSON and YAML, since JSON has no NaN or
@@ -13,7 +15,7 @@ import io
 import math
 from typing import Any
 
-from smtrain.api.metrics import EpochRow, columns, heading, rows
+from smtrain.api.metrics import EpochRow, columns, heading, rows, several_fits
 from smtrain.jobs import JobMetrics, reattach_command
 from smtrain.redact import mask_text
 
@@ -38,6 +40,22 @@ def header_line(names: list[str]) -> str:
                                                                                               strict=True))])
 
 
+def fit_line(row: EpochRow) -> str:
+    """The line before a fit call's first epoch, when the rows come from several calls."""
+    return f"-- fit call {row.fit} --"
+
+
+def table_lines(found: list[EpochRow], names: list[str]) -> list[str]:
+    """The table's rows, with a fit call's line before each call's first epoch when there are several calls."""
+    lines: list[str] = []
+    calls = several_fits(found)
+    for index, row in enumerate(found):
+        if calls and (index == 0 or found[index - 1].fit != row.fit):
+            lines.append(fit_line(row))
+        lines.append(row_line(row, names))
+    return lines
+
+
 def row_line(row: EpochRow, names: list[str]) -> str:
     when = row.timestamp.astimezone(dt.timezone.utc).strftime(TIME_FORMAT) if row.timestamp else "-"
     cells = [f"{number(row.values[n]) if n in row.values else '-':>{w}}" for n, w in zip(names, _widths(names),
@@ -55,9 +73,9 @@ def _json_values(values: dict[str, float]) -> dict[str, float | str]:
 
 
 def row_dict(row: EpochRow) -> dict[str, Any]:
-    """One epoch in JSON: {"epoch", "timestamp", "values": {name: value}} (README "Metrics"); a value that is
-    not finite is the string "nan", "inf" or "-inf"."""
-    return {"epoch": row.epoch, "timestamp": _iso(row.timestamp), "values": _json_values(row.values)}
+    """One epoch in JSON: {"fit", "epoch", "timestamp", "values": {name: value}} (README "Metrics"); a value
+    that is not finite is the string "nan", "inf" or "-inf"."""
+    return {"fit": row.fit, "epoch": row.epoch, "timestamp": _iso(row.timestamp), "values": _json_values(row.values)}
 
 
 def metrics_dict(metrics: JobMetrics) -> dict[str, Any]:
@@ -68,13 +86,14 @@ def metrics_dict(metrics: JobMetrics) -> dict[str, Any]:
             "epochs": [row_dict(r) for r in rows(metrics)], "final": _json_values(dict(metrics.final))}
 
 
-def csv_header(names: list[str]) -> str:
-    return _csv_line(["epoch", "timestamp", *names])
+def csv_header(names: list[str], calls: bool = False) -> str:
+    """`calls`: the rows come from several fit calls, and a `fit` column comes first."""
+    return _csv_line([*(["fit"] if calls else []), "epoch", "timestamp", *names])
 
 
-def csv_row(row: EpochRow, names: list[str]) -> str:
-    return _csv_line([str(row.epoch), _iso(row.timestamp) or "", *(repr(row.values[n]) if n in row.values else ""
-                                                                  for n in names)])
+def csv_row(row: EpochRow, names: list[str], calls: bool = False) -> str:
+    return _csv_line([*([str(row.fit)] if calls else []), str(row.epoch), _iso(row.timestamp) or "",
+                      *(repr(row.values[n]) if n in row.values else "" for n in names)])
 
 
 def _csv_line(cells: list[str]) -> str:
@@ -108,7 +127,8 @@ def summary_text(metrics: JobMetrics) -> str:
     last = rows(metrics)[-1:]
     if last:
         row = last[0]
-        head = f"epoch {row.epoch} ({metrics.host}):"
+        call = f" of fit call {row.fit}" if row.fit > 1 else ""
+        head = f"epoch {row.epoch}{call} ({metrics.host}):"
         values = row.values
     elif metrics.final:
         head, values = "final:", metrics.final

@@ -199,10 +199,17 @@ def test_metric_definitions_read_the_lines_the_program_prints() -> None:
     definitions = {d["Name"]: re.compile(d["Regex"]) for d in json.loads(METRIC_DEFINITIONS.read_text())}
     line = metrics.epoch_line(3, 1200, {"loss": 0.1234, "accuracy": 0.97}, {"loss": 0.08, "accuracy": 0.9812}, 0.002,
                               51234.4, 12.34)
-    found = {name: regex.search(line).group(1) for name, regex in definitions.items()}
+    read = {name: regex.search(line) for name, regex in definitions.items()}
+    found = {name: match.group(1) for name, match in read.items() if match}
     assert found == {"train:loss": "0.1234", "train:accuracy": "0.9700", "validation:loss": "0.0800",
                      "validation:accuracy": "0.9812", "train:learning_rate": "0.002",
-                     "train:examples_per_sec": "51234", "train:epoch": "3"}
+                     "train:examples_per_sec": "51234", "train:epoch": "3"}  # the first fit call: no train:fit
+    # A second fit call's line says so, and every other value is read as before.
+    second = metrics.epoch_line(1, 40, {"loss": 0.5, "accuracy": 0.8}, None, 0.001, 900.0, 3.0, fit_call=2)
+    assert second.startswith("epoch=1 step=40 fit=2 loss=0.5000 ")
+    again = {name: match.group(1) for name, regex in definitions.items() if (match := regex.search(second))}
+    assert again == {"train:loss": "0.5000", "train:accuracy": "0.8000", "train:learning_rate": "0.001",
+                     "train:examples_per_sec": "900", "train:epoch": "1", "train:fit": "2"}
 
 
 def test_ps_tasks_wait_for_the_chief_to_come_and_go() -> None:

@@ -66,6 +66,9 @@ def test_a_local_jobs_series_comes_from_its_chiefs_log_as_sagemaker_reads_it(tmp
     assert data["metrics"] == ["train:loss", "train:accuracy", "validation:loss", "validation:accuracy",
                                "train:learning_rate", "train:examples_per_sec", "train:top3", "validation:top3"]
     assert [e["epoch"] for e in data["epochs"]] == [1, 2, 3]  # no point from a progress or checkpoint line
+    assert [e["fit"] for e in data["epochs"]] == [1, 1, 1]  # one fit call
+    table = run("metrics", "lines", env={"SMTRAIN_HOME": str(tmp_path / "home")}).stdout
+    assert "fit call" not in table  # one call: no line for it
     for epoch, train, validation in zip(data["epochs"], TRAIN, VALIDATION, strict=True):
         values = epoch["values"]
         assert [values["train:loss"], values["train:accuracy"], values["train:top3"]] == list(train.values())
@@ -173,3 +176,40 @@ def test_not_finite_and_huge_values_and_logged_epochs_are_shown_as_logged(tmp_pa
     assert follow_metrics(backend, "wild", None, "json").status == "Completed"
     followed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(f["epoch"], f["values"]["train:loss"]) for f in followed][:4] == [(-1, 0.3), (0, 0.2), (1, 1.5), (2, "nan")]
+
+
+def test_each_fit_calls_epochs_are_rows_of_their_own_in_time_order(tmp_path: Path) -> None:
+    """keras.io's multi-GPU guide trains 4 epochs over 3 fit calls: epochs 1-2, then 1, then 1 (fit=2, fit=3)."""
+    plan = make_plan(tmp_path, {})
+    backend = LocalBackend(tmp_path / "home")
+    assert backend.run(local_request(plan, "calls"), stream=io.StringIO(), grace=5).status == "Completed"
+    calls = [(1, 1, 0.9), (1, 2, 0.7), (2, 1, 0.6), (3, 1, 0.5)]  # (fit call, epoch, loss)
+    lines = [epoch_line(epoch, n * 10, {"loss": loss, "accuracy": 0.5}, None, 0.001, 100, n, fit_call=call)
+             for n, (call, epoch, loss) in enumerate(calls, start=1)]
+    # A restarted first call (a spot job resumed at its epoch 2): the later line of that epoch wins.
+    lines.insert(2, epoch_line(2, 20, {"loss": 0.65, "accuracy": 0.5}, None, 0.001, 100, 2.5))
+    _write_log(backend.store.log_dir("calls") / "algo-1.log", lines)
+    home = {"SMTRAIN_HOME": str(tmp_path / "home")}
+
+    data = json.loads(run("metrics", "calls", "-o", "json", env=home).stdout)
+    assert [(e["fit"], e["epoch"], e["values"]["train:loss"]) for e in data["epochs"]] == [
+        (1, 1, 0.9), (1, 2, 0.65), (2, 1, 0.6), (3, 1, 0.5)]
+    stamps = [e["timestamp"] for e in data["epochs"]]
+    assert stamps == sorted(stamps)
+    table = run("metrics", "calls", env=home).stdout.splitlines()
+    assert [line for line in table if line.startswith("--")] == ["-- fit call 1 --", "-- fit call 2 --",
+                                                                "-- fit call 3 --"]
+    assert table.index("-- fit call 2 --") == table.index("-- fit call 1 --") + 3  # after the first call's 2 rows
+    csv = run("metrics", "calls", "-o", "csv", env=home).stdout.splitlines()
+    assert csv[0].startswith("fit,epoch,timestamp,") and [row.split(",")[:2] for row in csv[1:]] == [
+        ["1", "1"], ["1", "2"], ["2", "1"], ["3", "1"]]
+    chart = plot_text(backend.metrics("calls"), 100, 12, color=False)
+    assert chart is not None and "fit call.epoch" in chart
+
+    followed = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(followed):
+        follow_metrics(backend, "calls", None, "json", sleep=lambda s: None)
+    assert [(row["fit"], row["epoch"]) for row in map(json.loads, followed.getvalue().splitlines())] == [
+        (1, 1), (1, 2), (2, 1), (3, 1)]

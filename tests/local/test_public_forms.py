@@ -10,11 +10,14 @@ model.evaluate(...)` after training, and `strategy.cluster_resolver` read at the
 
 from __future__ import annotations
 
+import json
 import re
 import tarfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli_runner import smtrain
 
 from .test_own_scripts import submit_local, write_job
 
@@ -93,6 +96,10 @@ def test_a_public_form_script_runs_to_its_end(tmp_path: Path, compute: dict, hos
         assert f"[{host}] cluster {answer}" in log
     # One metric line per epoch of the three fit calls (the chief's), and the same weights on every host.
     assert re.findall(r"\[algo-1\] epoch=(\d+) ", log) == ["1", "1", "1"]
+    shown = smtrain("metrics", "own-1", "--output", "json", env={"SMTRAIN_HOME": str(tmp_path / "home")},
+                    cwd=tmp_path, timeout=60)
+    rows = json.loads(shown.stdout)["epochs"]
+    assert [(row["fit"], row["epoch"]) for row in rows] == [(1, 1), (2, 1), (3, 1)]  # nothing merged
     digests = {host: re.findall(rf"\[{host}\] weights_sha256=(\w+)", log) for host in hosts}
     assert all(len(found) == 1 for found in digests.values()) and len({d[0] for d in digests.values()}) == 1
     evaluated = {host: re.findall(rf"\[{host}\] evaluated (.*)", log) for host in hosts}

@@ -158,7 +158,7 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
                         steps_per_execution=int(steps_per_execution or hp("steps_per_execution")),
                         checkpoint_every_steps=hp("checkpoint_every_steps"),
                         log_every_steps=log_every_steps or hp("log_every_steps"), global_batch=stream.global_batch,
-                        fail_on_nan=hp("fail_on_nan"))
+                        fail_on_nan=hp("fail_on_nan"), fit_call=_calls)
     batch = (f"batch_size_per_replica={batch_size_per_replica} global_batch_size="
              f"{batch_size_per_replica * dist.num_replicas} " if batch_size_per_replica else "batch_size=as_batched ")
     say(f"config {describe(dist)} {batch}gradient_accumulation_steps={accumulation} "

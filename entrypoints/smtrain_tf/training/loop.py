@@ -33,6 +33,7 @@ class LoopConfig:
     # batches are the user's: the examples counted are used instead.
     global_batch: int
     fail_on_nan: bool
+    fit_call: int = 1  # the process's n-th fit call: its metric lines say so from the second on
 
 
 class EpochHooks:
@@ -163,7 +164,7 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
         val_values = measures.values(val_totals) if val_totals is not None else None
         learning_rate = current_learning_rate(steps.optimizer)
         line = metrics.epoch_line(progress.epoch, progress.global_step, train_values, val_values, learning_rate,
-                                  rate, time.time() - started_at)
+                                  rate, time.time() - started_at, cfg.fit_call)
         last = metrics.fields(line)
         emit(line)
         if summaries is not None:

@@ -32,9 +32,10 @@ def _named(values: Mapping[str, float], prefix: str = "") -> List[str]:
 
 
 def epoch_line(epoch: int, step: int, train: Mapping[str, float], validation: Optional[Mapping[str, float]],
-               learning_rate: Optional[float], examples_per_sec: float, elapsed: float) -> str:
-    """`train` and `validation`: {'loss': ..., metric: ...} (measures.Measures.values)."""
-    parts = [f"epoch={epoch}", f"step={step}", *_named(train)]
+               learning_rate: Optional[float], examples_per_sec: float, elapsed: float, fit_call: int = 1) -> str:
+    """`train` and `validation`: {'loss': ..., metric: ...} (measures.Measures.values). From a process's second
+    fit call on, `fit=N` after the step: each call's epochs are rows of their own in `smtrain metrics`."""
+    parts = [f"epoch={epoch}", f"step={step}", *([f"fit={fit_call}"] if fit_call > 1 else []), *_named(train)]
     if validation is not None:
         parts += _named(validation, "val_")
     if learning_rate is not None:

@@ -25,11 +25,11 @@ _RATE_KEYS = ("learning_rate", "lr")
 
 
 def line_from_logs(epoch: int, step: int, logs: Mapping[str, Any], learning_rate: Optional[float],
-                   examples_per_sec: Optional[float], elapsed: float) -> str:
+                   examples_per_sec: Optional[float], elapsed: float, fit_call: int = 1) -> str:
     """Every value Keras logged (the loss and each compiled metric, `val_` ones for validation)."""
     train, validation = _values(logs, False), _values(logs, True)
     line = metrics.epoch_line(epoch, step, train, validation or None, learning_rate, examples_per_sec or 0.0,
-                              elapsed)
+                              elapsed, fit_call)
     if examples_per_sec is None:
         line = " ".join(part for part in line.split() if not part.startswith("examples_per_sec="))
     return line
@@ -42,7 +42,7 @@ def _iterations(model: Any) -> Optional[int]:
         return None
 
 
-_calls = [0]  # the wrapped script's fit calls, for their TensorBoard directories
+_calls = [0]  # the wrapped script's fit calls: their TensorBoard directories, `fit=N` in their lines
 
 
 def _values(logs: Mapping[str, Any], validation: bool) -> dict:
@@ -59,8 +59,9 @@ def _values(logs: Mapping[str, Any], validation: bool) -> dict:
 def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int]) -> Any:
     """A callback of `keras`'s own class (Keras 2 and 3 each check theirs) that prints the line."""
     _calls[0] += 1
+    call = _calls[0]
     directory = ctx.contract.tensorboard_dir
-    summaries = Summaries(numbered(directory, _calls[0])) if directory else None
+    summaries = Summaries(numbered(directory, call)) if directory else None
 
     class SmtrainEpochLines(keras.callbacks.Callback):
         def __init__(self) -> None:
@@ -82,7 +83,7 @@ def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int
             rate = examples_per_epoch / seconds if examples_per_epoch else None
             learning_rate = current_learning_rate(self.model.optimizer)
             ctx.say(line_from_logs(epoch + 1, step, dict(logs or {}), learning_rate, rate,
-                                   time.time() - ctx.started_at))
+                                   time.time() - ctx.started_at, call))
             if summaries is not None:
                 validation = _values(dict(logs or {}), True)
                 summaries.epoch(epoch, _values(dict(logs or {}), False), validation or None, learning_rate,
