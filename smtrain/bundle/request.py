@@ -57,6 +57,9 @@ def check_bundle(plan: Plan) -> PlannedBundle:
                           made=made)
     if left_out:  # said where the bundle's warnings are said: validate, plan, and before a job is sent
         planned = replace(planned, warnings=(*planned.warnings, *left_out))
+    shipped_data = _data_beside_the_code(plan, planned)
+    if shipped_data:
+        planned = replace(planned, warnings=(*planned.warnings, shipped_data))
     if code.entry_point and source is not None:
         name = PurePosixPath(os.path.normpath(code.entry_point).replace(os.sep, "/")).as_posix()
         if (program or name) not in {f.path for f in planned.files if f.origin == "source"}:
@@ -65,6 +68,27 @@ def check_bundle(plan: Plan) -> PlannedBundle:
                               f"{', .gitignore' if code.use_gitignore else ''}): the job could not start it; "
                               f"remove the rule that matches it, or add !{name} after it", ("code", "entry_point"))
     return planned
+
+
+# Files that hold training data rather than code: shipped with the code, a script reads them in place of a channel.
+_DATA_SUFFIXES = (".npz", ".npy", ".csv", ".tsv", ".tfrecord", ".tfrecords", ".parquet", ".jsonl", ".arrow",
+                  ".feather", ".pkl", ".pickle", ".txt.gz", ".csv.gz", ".tfrecord.gz", ".zip", ".tar", ".tar.gz",
+                  ".tgz", ".png", ".jpg", ".jpeg")
+_DATA_NAMED = 5  # the files a warning names; the rest are counted
+
+
+def _data_beside_the_code(plan: Plan, planned: PlannedBundle) -> str | None:
+    """A spec of an own script that names no inputs, beside data files its source_dir ships: the job would train
+    on that copy (uploaded with every job, read from the code directory) or on nothing. A warning naming them."""
+    if plan.spec.inputs or not plan.spec.code.entry_point:
+        return None
+    data = sorted(f.path for f in planned.files if f.origin == "source" and f.path.lower().endswith(_DATA_SUFFIXES))
+    if not data:
+        return None
+    named = ", ".join(data[:_DATA_NAMED]) + (f" and {len(data) - _DATA_NAMED} more" if len(data) > _DATA_NAMED else "")
+    return (f"the spec gives no inputs, and source_dir ships data files with the code ({named}): the job reads that "
+            "copy from the code directory, if anything; give the data as a channel (inputs: {train: s3://...}, "
+            "read from SM_CHANNEL_TRAIN) and leave it out of the bundle (.smtrainignore)")
 
 
 def _notebook_script(plan: Plan, source: Path | None

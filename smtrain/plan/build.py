@@ -288,6 +288,7 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
         problems += errors
         warnings += notes
     warnings += program.unused_training_fields(loaded)
+    warnings += _missing_local_inputs(loaded)
     environment, clashes = program.environment(loaded)
     problems += clashes
     if git is not None:
@@ -302,6 +303,28 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
             raise
         return None, problems  # the problems above left nothing to make a plan of
     return plan, problems
+
+
+def _missing_local_inputs(loaded: LoadedSpec) -> list[Problem]:
+    """An input on this machine (a path or file:// URI, for `submit --local`) that is not there yet: a warning at
+    its field (the local run fails at its start unless something makes it first, as `make demo` makes the demo's
+    data); an s3:// input is SageMaker's to read."""
+    from smtrain.errors import UserError
+    from smtrain.spec.local_uri import local_path
+
+    out = []
+    for name, channel in loaded.spec.inputs.items():
+        if "://" in channel.uri and not channel.uri.startswith("file://"):
+            continue  # s3:// (and the URIs SageMaker reads): no place on this machine
+        try:
+            path = local_path(channel.uri, loaded.base_dir)
+        except UserError as exc:
+            out.append(loaded.problem(("inputs", name), str(exc)))
+            continue
+        if not path.exists():
+            out.append(loaded.problem(("inputs", name), f"{channel.uri} does not exist on this machine ({path}): "
+                                      "the local run fails unless it is made first (or give an s3:// URI)"))
+    return out
 
 
 def _plan(loaded: LoadedSpec, catalog: Catalog, git: git_source.GitCheckout | None, decided: choices.Decided,

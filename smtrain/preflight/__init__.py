@@ -7,6 +7,7 @@
                     hyperparameters (an error where argparse exits for certain)
     io_rules.py     its rules on local paths, literal /opt/ml paths, saves to args.model_dir (an s3:// URI) and on
                     the model saved by every worker
+    channel_rules.py  its rule on channels the script reads (SM_CHANNEL_X) that the spec's inputs do not give
     keras_rules.py  its rules on what Keras 3 refuses at run time: optimizers given lr=, model.save() without a
                     .keras/.h5 path
     names.py        what a name in a script stands for, through its imports

@@ -35,6 +35,7 @@ class JobContext:
     hyperparameters: tuple[str, ...] = ()  # the names the script receives, besides the contract's
     channels: tuple[str, ...] = ()
     tf_config: bool = False  # the container sets TF_CONFIG (multi_worker_mirrored, parameter_server on 2+ hosts)
+    own_script: bool = False  # code.entry_point: the user's script runs (the bundled entrypoint reads channels itself)
 
     @property
     def several_processes(self) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from smtrain.plan.distribution import version_tuple
-from smtrain.preflight import io_rules, keras_rules, rules
+from smtrain.preflight import channel_rules, io_rules, keras_rules, rules
 from smtrain.preflight.names import Names
 from smtrain.preflight.rules import ERROR, WARNING, Hit, JobContext
 from smtrain.spec.notebook import NotebookError, NotebookScript, is_notebook, notebook_script, program_name, read_code
@@ -123,7 +123,8 @@ def context_of(plan: Plan) -> JobContext:
     return JobContext(nodes=plan.nodes, gpus=plan.instance.gpus, strategy=plan.strategy, processes=processes,
                       wrapped=bool(spec.code.wrap), keras3=keras3, framework_version=version,
                       hyperparameters=tuple(plan.hyperparameters), channels=tuple(spec.inputs),
-                      tf_config=any(h.tf_config for h in plan.launch) or "TF_CONFIG" in (plan.spec.environment or {}))
+                      tf_config=any(h.tf_config for h in plan.launch) or "TF_CONFIG" in (plan.spec.environment or {}),
+                      own_script=spec.code.entry_point is not None)
 
 
 @dataclass
@@ -323,6 +324,8 @@ def _rule_hits(tree: ast.Module, runs: bool, job: JobContext, model_dir: str | N
         found += rules.cuda_hits(tree, names)
         found += io_rules.opt_ml_hits(tree, names)
         found += io_rules.model_dir_hits(tree, names, job, model_dir)
+        if job.own_script:
+            found += channel_rules.channel_hits(tree, names, job)
     return found
 
 

@@ -153,3 +153,73 @@ def test_plan_shows_what_the_wrap_gives_the_scripts_own_strategy(tmp_path: Path)
     (tmp_path / "src" / "train.py").write_text(script.replace("MirroredStrategy()", 'MirroredStrategy(["/gpu:0"])'))
     refused = smtrain("validate", spec)
     assert refused.returncode == 2 and "train.py:8: error: MirroredStrategy(...) given devices" in refused.stderr
+
+
+CHANNELS = """\
+import os
+
+import numpy as np
+
+train = np.load(os.path.join(os.environ["SM_CHANNEL_TRAIN"], "part-0.npz"))
+data_dir = os.environ.get("SM_CHANNEL_DATA", "data")
+test_dir = os.getenv("SM_CHANNEL_TEST")
+"""
+
+
+def channels_job(tmp_path: Path, script: str, inputs: dict[str, str]) -> str:
+    """A one-GPU job of `script` whose inputs are exactly `inputs` (none: {})."""
+    import yaml
+
+    spec = Path(job(tmp_path, script, compute={"instance_type": "ml.g5.xlarge"}))
+    data = yaml.safe_load(spec.read_text())
+    data["inputs"] = inputs
+    if not inputs:
+        del data["inputs"]
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(spec)
+
+
+def test_channels_the_script_reads_are_checked_against_the_specs_inputs(tmp_path: Path) -> None:
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    spec = channels_job(tmp_path, CHANNELS, {"train": "data/train"})
+    proc = smtrain("validate", spec, "-o", "json")
+    found = {f["line"]: (f["rule"], f["severity"]) for f in json.loads(proc.stdout)["preflight"]}
+    # train is given; data (read with a fallback) and test (None) are not: warnings, the job may still run.
+    assert found == {6: ("channel-not-given", "warning"), 7: ("channel-not-given", "warning")}, proc.stdout
+    assert proc.returncode == 0
+    text = smtrain("validate", spec).stderr
+    assert ("train.py:6: warning: os.environ.get(\"SM_CHANNEL_DATA\", ...) reads channel 'data', which the spec's "
+            "inputs do not give (given: train)") in text
+    assert "add it to the spec: inputs: {data: s3://bucket/prefix}" in text
+
+    # Without the train channel, os.environ["SM_CHANNEL_TRAIN"] fails for certain: an error, exit 2.
+    other = tmp_path / "other"
+    (other / "data" / "validation").mkdir(parents=True)
+    spec = channels_job(other, CHANNELS, {"validation": "data/validation"})
+    refused = smtrain("validate", spec)
+    assert refused.returncode == 2
+    assert ("train.py:5: error: os.environ[\"SM_CHANNEL_TRAIN\"] reads channel 'train', which the spec's inputs "
+            "do not give (given: validation): the job fails here") in refused.stderr
+
+
+def test_a_missing_local_input_and_data_shipped_instead_of_inputs_are_said(tmp_path: Path) -> None:
+    spec = channels_job(tmp_path, CHANNELS.replace('["SM_CHANNEL_TRAIN"]', '.get("SM_CHANNEL_TRAIN", "data")'),
+                        {"train": "no/such/dir"})
+    proc = smtrain("validate", spec)
+    assert proc.returncode == 0, proc.stderr
+    assert "inputs.train: no/such/dir does not exist on this machine" in proc.stderr
+    assert "the local run fails unless it is made first" in proc.stderr
+
+    shipped = tmp_path / "shipped"
+    spec = channels_job(shipped, CHANNELS.replace('["SM_CHANNEL_TRAIN"]', '.get("SM_CHANNEL_TRAIN", "data")'), {})
+    (shipped / "src" / "data").mkdir()
+    for name in ("train.npz", "labels.csv"):
+        (shipped / "src" / "data" / name).write_bytes(b"0")
+    warned = smtrain("validate", spec)
+    assert ("the spec gives no inputs, and source_dir ships data files with the code (data/labels.csv, "
+            "data/train.npz)") in warned.stderr
+    with_inputs = shipped / "with-inputs"
+    (with_inputs / "d").mkdir(parents=True)
+    spec = channels_job(with_inputs, CHANNELS, {"train": "d"})
+    (with_inputs / "src" / "x.npz").write_bytes(b"0")
+    assert "ships data files" not in smtrain("validate", spec).stderr  # inputs given: the data is the job's choice
