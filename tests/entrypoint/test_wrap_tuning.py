@@ -130,7 +130,10 @@ def _ctx(tuning: bool = True, target: int = 20, kind: str = "default", replicas:
 
 
 class _Model(SimpleNamespace):
-    """A compiled model's attributes that tuning reads and sets (and a weak reference, as Keras's models take)."""
+    """A compiled model's attributes that tuning reads and sets; hashed by identity and weakly referenced, as
+    Keras's models are."""
+
+    __hash__ = object.__hash__
 
 
 def _model(steps: int = 1) -> Any:
