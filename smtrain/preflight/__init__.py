@@ -9,7 +9,7 @@
                     the model saved by every worker
     channel_rules.py  its rule on channels the script reads (SM_CHANNEL_X) that the spec's inputs do not give
     keras_rules.py  its rules on what Keras 3 refuses at run time: optimizers given lr=, model.save() without a
-                    .keras/.h5 path
+                    .keras/.h5 path, Keras 2 calls it removed (reset_states, legacy optimizers, fit_generator)
     names.py        what a name in a script stands for, through its imports
 
 May import: plan, spec and the shared modules. Never TensorFlow: the code is read, not run.

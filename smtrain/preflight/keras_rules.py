@@ -1,6 +1,8 @@
 """The preflight rules on what Keras 3 (TensorFlow 2.16 and later, without TF_USE_LEGACY_KERAS) refuses at
 run time, after the job has paid for its start-up: an optimizer given `lr=`, and `model.save(path)` to a
-path without the `.keras` / `.h5` extension. Both raise ValueError for certain, so both are errors.
+path without the `.keras` / `.h5` extension. Both raise ValueError for certain, so both are errors. So do
+the Keras 2 calls Keras 3 removed: a metric's `reset_states()`, `keras.optimizers.legacy`, `fit_generator`
+and its kin (removed_api_hits).
 `save_format=` raises only beside another path: a warning where the path's end is not in the code.
 Keras 2 took them (with a deprecation warning): no finding there.
 """
@@ -131,3 +133,52 @@ def save_format_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[H
             yield _hit(node, parent_of, "keras3-save-path",
                        f"Keras 3 (TensorFlow {job.framework_version}) model.save() refuses a path without the "
                        f".keras or .h5 extension (this one ends {tail[-40:]!r}): it raises ValueError", fix)
+
+
+# Model methods Keras 3 removed (Keras 2 had them as deprecated aliases of fit/evaluate/predict).
+_REMOVED_METHODS = {"fit_generator": "fit", "evaluate_generator": "evaluate", "predict_generator": "predict"}
+
+
+def _metric_names(tree: ast.AST, names: Names) -> set[str]:
+    """Names bound (once or more, always) to a Keras metric: `train_loss = tf.keras.metrics.Mean(...)`."""
+    bound: dict[str, list[bool]] = {}
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            key = ast.unparse(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+            if key is not None:
+                is_metric = isinstance(node.value, ast.Call) and (
+                    names.qualified(node.value.func) or "").startswith("keras.metrics.")
+                bound.setdefault(key, []).append(is_metric)
+    return {key for key, kinds in bound.items() if all(kinds)}
+
+
+def removed_api_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
+    """What Keras 2 scripts call and Keras 3 has not: a metric's reset_states(), the legacy optimizers,
+    fit_generator and its kin. Each raises at its line (AttributeError, ImportError): errors."""
+    if not applies(tree, names, job):
+        return
+    parent_of = parents(tree)
+    metrics = _metric_names(tree, names)
+    version = f"Keras 3 (TensorFlow {job.framework_version})"
+    keep = "or run the script with Keras 2: environment: {TF_USE_LEGACY_KERAS: \"1\"} and tf-keras in its requirements"
+    for node in walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        qualified = names.qualified(node.func) or ""
+        if qualified.startswith("keras.optimizers.legacy."):
+            name = qualified.rsplit(".", 1)[-1]
+            yield _hit(node, parent_of, "keras3-legacy-optimizer",
+                       f"{version} has no keras.optimizers.legacy: {name}(...) raises ImportError",
+                       f"use keras.optimizers.{name}(...), {keep}")
+        if not isinstance(node.func, ast.Attribute):
+            continue
+        method = node.func.attr
+        if method in _REMOVED_METHODS and may_be_a_model(node.func.value, names):
+            yield _hit(node, parent_of, "keras3-removed-method",
+                       f"{version} models have no {method}(): AttributeError",
+                       f"call model.{_REMOVED_METHODS[method]}(...) with the same generator, {keep}")
+        if method == "reset_states" and not node.args and ast.unparse(node.func.value) in metrics:
+            yield _hit(node, parent_of, "keras3-reset-states",
+                       f"{version} metrics have no reset_states(): AttributeError (it is reset_state())",
+                       f"write {ast.unparse(node.func.value)}.reset_state(), {keep}")

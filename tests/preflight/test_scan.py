@@ -657,3 +657,39 @@ def test_tf_config_set_by_the_specs_environment_is_there(tmp_path: Path) -> None
     plan = plan_for(tmp_path, {"environment": {"TF_CONFIG": tf_config}}, TF_CONFIG)
     assert context_of(plan).tf_config
     assert hits(scan(plan, shipped(tmp_path / "src")), "tf-config-unset") == []
+
+
+KERAS2_SCRIPT = """\
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+optimizer = tf.keras.optimizers.legacy.Adam(learning_rate=0.001)
+train_loss = tf.keras.metrics.Mean(name="train_loss")
+train_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name="train_accuracy")
+model.fit_generator(batches(), epochs=2)
+for epoch in range(2):
+    train_loss.reset_states()
+    train_accuracy.reset_states()
+    model.reset_states()
+"""
+
+
+def test_keras_2_calls_that_keras_3_removed_are_errors_at_their_lines(tmp_path: Path) -> None:
+    """The TensorFlow docs' custom-training form (metrics reset each epoch), a legacy optimizer, fit_generator."""
+    found = findings(tmp_path, KERAS2_SCRIPT)
+    assert hits(found, "keras3-legacy-optimizer") == [("train.py", 4)]
+    assert hits(found, "keras3-removed-method") == [("train.py", 7)]
+    # The metrics' reset_states() only (one finding for both lines): a model's (stateful RNNs) is another method.
+    assert hits(found, "keras3-reset-states") == [("train.py", 9)]
+    # Errors where the line runs for certain; inside the epoch loop (which may run no epoch) a warning.
+    assert [f.is_error for f in found if f.rule.startswith("keras3-")] == [True, True, False], found
+    reset = next(f for f in found if f.rule == "keras3-reset-states")
+    assert reset.message.startswith("if this line runs: Keras 3 (TensorFlow 2.19) metrics have no reset_states(): "
+                                     "AttributeError (it is reset_state())")
+    assert "(also line 10)" in reset.message and "line 11" not in reset.message
+    assert reset.fix.startswith("write train_loss.reset_state(), or run the script with Keras 2")
+    # Keras 2 (TF 2.15, or tf_keras under TF_USE_LEGACY_KERAS) takes them all.
+    keras2 = JobContext(nodes=1, gpus=1, strategy="none", keras3=False, framework_version="2.15")
+    assert not [f for f in findings(tmp_path / "k2", KERAS2_SCRIPT, keras2) if f.rule.startswith("keras3-")]
+    legacy = "import os\nos.environ[\"TF_USE_LEGACY_KERAS\"] = \"1\"\n" + KERAS2_SCRIPT
+    assert not [f for f in findings(tmp_path / "legacy", legacy) if f.rule.startswith("keras3-")]
