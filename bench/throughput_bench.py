@@ -330,9 +330,10 @@ def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], 
     argv += ["--steps-per-epoch", str(steps)] if steps else []
     names = ("algo-1", "algo-2") if layout.startswith("multi_worker_mirrored") else ("algo-1",)
     addresses = [f"127.0.0.1:{port}" for port in _free_ports(len(names))]
-    processes = []
+    processes, stderrs = [], []
     for index, name in enumerate(names):
         base = Path(tempfile.mkdtemp(prefix=f"{layout}-{tuning}-{name}-", dir=work))
+        stderrs.append(base / "stderr.log")
         env = _env(base, used, {}, hosts=names, current=name)
         env.update({"SMTRAIN_WRAP_SCRIPT": str(Path(__file__).resolve()), "SMTRAIN_WRAP_TUNING": tuning})
         if len(names) > 1:
@@ -341,13 +342,15 @@ def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], 
                                            "environment": "cloud"})
         else:
             env["SMTRAIN_CPU_REPLICAS"] = str(replicas)
-        processes.append(subprocess.Popen(argv, env=env, cwd=str(work), stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL, text=True))
+        with open(stderrs[-1], "w") as stderr:  # the child keeps its own copy of the descriptor
+            processes.append(subprocess.Popen(argv, env=env, cwd=str(work), stdout=subprocess.PIPE, stderr=stderr,
+                                              text=True))
     began = time.perf_counter()
     outputs = [process.communicate()[0] for process in processes]
     wall = time.perf_counter() - began
     if any(process.returncode for process in processes):
-        raise SystemExit(f"{layout} {tuning}: exited {[p.returncode for p in processes]}:\n{outputs[0][-3000:]}")
+        told = "\n".join(f"{path.name} of {path.parent.name}:\n{path.read_text()[-3000:]}" for path in stderrs)
+        raise SystemExit(f"{layout} {tuning}: exited {[p.returncode for p in processes]}:\n{outputs[0][-3000:]}\n{told}")
     rates = [float(_fields(line)["examples_per_sec"]) for line in outputs[0].splitlines()
              if line.startswith("bench epoch=")]
     return rates[-1], wall

@@ -67,7 +67,7 @@ def _build(contract: container.Contract) -> Distribution:
         exit_now(ps_servers.serve(choice.role, contract.hp("startup_timeout"), say))
     library = distribution.start_library_if_needed(choice)
     distribution.configure_devices(contract, library)
-    built = distribution.build(choice, contract.hp("collective_timeout"), library)
+    built = distribution.build(choice, library)
     from .check import settings as check_settings
 
     if check_settings.read() is not None:  # `smtrain check`: the worker's random state fixed (check/seeding.py)

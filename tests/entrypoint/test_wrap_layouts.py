@@ -134,3 +134,40 @@ def test_keras_fit_gives_the_same_weights_on_one_device_two_replicas_and_two_hos
     # Keras's own evaluate after fit, distributed too: the same values everywhere.
     for host in (replicas, chief, worker):
         assert _evaluated(host) == pytest.approx(_evaluated(one), rel=1e-4)
+
+
+THREADS_SCRIPT = """
+import numpy as np
+import tensorflow as tf
+
+
+def threads():
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("Threads:")).split()[1])
+
+
+class Count(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        print(f"threads after epoch {epoch + 1}: {threads()}", flush=True)
+
+
+x = np.random.default_rng(0).random((32 * 300, 8), dtype=np.float32)
+y = (x.sum(axis=1) > 4).astype("int64")
+model = tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(2, activation="softmax")])
+model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[Count()])
+"""
+
+
+@slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="counts threads in /proc (Linux)")
+def test_a_long_multi_worker_fit_keeps_its_threads(tmp_path: Path, digits_npz, hosts: list[Host]) -> None:
+    """TensorFlow holds a thread for every collective op for its whole timeout: with one set, Keras's fit (about ten
+    collectives a step) reached 16,000 threads within minutes and aborted. 300 steps an epoch, one step per call."""
+    code = _code_dir(tmp_path, THREADS_SCRIPT)
+    chief, worker = _mwms_pair(tmp_path, code, {"train": digits_npz["train"]}, {}, hosts,
+                               env={"SMTRAIN_WRAP_TUNING": "off"})
+    for host in (chief, worker):
+        _assert_ok(host, host.wait(TIMEOUT))
+        counts = [int(n) for n in re.findall(r"^threads after epoch \d: (\d+)$", host.stdout(), re.M)]
+        assert len(counts) == 3 and counts[2] - counts[0] < 50, counts  # (a timeout per collective: +3,000 an epoch)

@@ -145,7 +145,9 @@ TABLE: Tuple[Hyperparameter, ...] = (
     Hyperparameter("hidden_units", parse_str, "256,128", "mlp hidden layer sizes"),
     Hyperparameter("seed", parse_int, 42, "random seed"),
     Hyperparameter("cpu_replicas", _at_least(parse_int, 0), 0, "split the CPU into N logical devices (tests)"),
-    Hyperparameter("collective_timeout", _at_least(parse_float, 1.0), 600.0, "seconds before a collective gives up"),
+    Hyperparameter("collective_timeout", _at_least(parse_float, 1.0), 600.0,
+                   "seconds without progress (a step, an evaluation, a checkpoint) before the watchdog ends a "
+                   "multi-process run"),
     Hyperparameter("startup_timeout", _at_least(parse_float, 1.0), 1800.0, "seconds allowed to form the cluster"),
     Hyperparameter("max_steps_per_epoch", _at_least(parse_int, 0), 0, "cap on steps per epoch (0: no cap)"),
     Hyperparameter("fail_on_nan", parse_bool, True, "stop when the loss is NaN or infinite"),

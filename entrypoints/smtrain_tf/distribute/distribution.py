@@ -117,7 +117,7 @@ def configure_devices(contract: Contract, library: Optional[CollectiveLibrary]) 
     devices.configure(contract.hp("cpu_replicas"), pin_gpu=library.local_rank if library is not None else None)
 
 
-def build(choice: Choice, collective_timeout: float, library: Optional[CollectiveLibrary]) -> Distribution:
+def build(choice: Choice, library: Optional[CollectiveLibrary]) -> Distribution:
     kind = choice.kind
     if library is not None:
         return Distribution(kind, tf.distribute.get_strategy(), num_replicas=library.size, num_workers=library.size,
@@ -134,9 +134,13 @@ def build(choice: Choice, collective_timeout: float, library: Optional[Collectiv
     _set_tf_config(choice)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if kind == MWMS:
-        options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=collective_timeout)
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
-                                                             communication_options=options)
+        # No per-collective timeout (CommunicationOptions.timeout_seconds): TensorFlow holds a thread for each
+        # collective op for the whole timeout, so a run of a few thousand steps (Keras's fit does about ten
+        # collectives a step) reached 16,000 threads and aborted ("std::system_error: Resource temporarily
+        # unavailable"). A dead peer is found by the coordination service's heartbeats, a stuck one by the
+        # watchdog after `collective_timeout` (+ a margin) without progress, and a local run's supervisor ends
+        # every host when one fails.
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
         index = role.task_index + (1 if role.task_type == "worker" and "chief" in role.cluster else 0)
         return Distribution(kind, strategy, num_replicas=strategy.num_replicas_in_sync,
                             num_workers=role.num_trainers, worker_index=index, is_chief=role.is_chief)

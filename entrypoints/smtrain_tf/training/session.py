@@ -52,7 +52,7 @@ class TrainingSession:
         self.mixed = optimization.mixed_precision_wanted(hp("mixed_precision"))
         optimization.set_policy(self.mixed)
         keras.utils.set_random_seed(hp("seed"))
-        self.dist = distribution.build(choice, hp("collective_timeout"), library)
+        self.dist = distribution.build(choice, library)
         self.hook: Optional[hook_data.HookDatasets] = None
         self.train_data: Optional[ChannelData] = None
         self.validation_data: Optional[ChannelData] = None

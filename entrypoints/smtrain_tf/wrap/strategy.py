@@ -48,9 +48,8 @@ def build(contract: Contract, say: Callable[[str], None]) -> Any:
     refuse_unsupported(chosen.kind, chosen.reason)
     distribution.configure_devices(contract, None)
     if chosen.kind != strategy_choice.MWMS:
-        return distribution.build(chosen, contract.hp("collective_timeout"), None)
-    return _build_within(contract.hp("startup_timeout"), lambda: distribution.build(
-        chosen, contract.hp("collective_timeout"), None))
+        return distribution.build(chosen, None)
+    return _build_within(contract.hp("startup_timeout"), lambda: distribution.build(chosen, None))
 
 
 # A separate process watches the join: MultiWorkerMirrored waits for every worker, for ever if one
