@@ -265,7 +265,7 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
     import smtrain_tf.check.settings as names
 
     from smtrain.local.check_records import CannotCheck, read_run
-    from smtrain.local.check_verdict import compare, failed
+    from smtrain.local.check_verdict import compare, failed, failed_after_training
 
     if int(steps) < 1:
         raise UserError(f"--steps {steps}: at least 1", exit_codes.USAGE)
@@ -326,8 +326,11 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
                 mine = read_run(work / "planned")
             except CannotCheck as exc:
                 raise CannotCheckError(str(exc)) from None
-            if mine is None or info.status != "Completed":
+            if mine is None:
                 verdict = failed(info.failure_reason or "it wrote no record of its steps")
+            elif info.status != "Completed":  # a wrapped script's planned run goes on past its steps
+                verdict = failed_after_training(info.failure_reason or f"the run ended {info.status}",
+                                                compare(reference, mine))
             else:
                 verdict = compare(reference, mine)
     finally:

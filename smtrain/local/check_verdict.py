@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from smtrain.local.check_records import RunRecord, StepRecord
@@ -330,3 +330,13 @@ def failed(reason: str) -> Verdict:
                       "fix what the reason names; `smtrain submit --local` runs the planned layout with all its output")
     return Verdict(equivalent=False, steps=0, loss_difference=None, loss_step=0, weights_difference=None,
                    weights_name=None, first_step=1, causes=(cause,), per_step=())
+
+
+def failed_after_training(reason: str, compared: Verdict) -> Verdict:
+    """The planned run recorded its steps, then the rest of the script failed (evaluate, a save, a second fit):
+    the paid job would fail there after its training was paid for. The steps' own causes, if any, follow."""
+    said = _last_error(reason).removeprefix("AlgorithmError: ")  # SageMaker's (and a local run's) failure class
+    cause = Cause("after-training", f"the planned run fails after training: {said}",
+                  "fix the line it names (the job would fail there after training); `smtrain submit --local` runs "
+                  "the whole script in the planned layout")
+    return replace(compared, equivalent=False, causes=(cause, *compared.causes))

@@ -116,6 +116,24 @@ def test_the_wrapped_tutorial_script_is_equivalent_when_it_seeds_its_shuffle(dig
     assert result.to_dict()["one_device"]["global_batch"] == 64  # 32 x num_replicas_in_sync, for 2 replicas
 
 
+def test_a_failure_after_training_is_the_planned_runs_with_its_line(digits: Path, tmp_path: Path) -> None:
+    """The check runs the whole script in the planned layout, each fit cut to the check's steps: evaluate's
+    values unpacked wrongly after fit fails there, at its line, where the paid job would fail after training."""
+    spec = _wrapped(tmp_path, digits, evaluate_wrong=1)
+    line = next(n for n, text in enumerate((CODE / "tutorial.py").read_text().splitlines(), 1)
+                if "= model.evaluate(" in text)
+    proc = run_cli("check", str(spec), "--check-steps", "5", "-o", "json", timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    assert data["equivalent"] is False
+    first = data["causes"][0]
+    assert first["kind"] == "after-training", data["causes"]
+    assert first["says"].startswith("the planned run fails after training: ValueError: not enough values to unpack")
+    assert first["says"].endswith(f"(at tutorial.py:{line})"), first["says"]
+    # The steps themselves were compared: the training was equivalent, only what follows it fails.
+    assert [c["kind"] for c in data["causes"]] == ["after-training"]
+
+
 def test_a_script_that_seeds_itself_with_validation_past_an_epoch_of_a_sample(digits: Path, tmp_path: Path) -> None:
     # A small --data sample (300 examples: 5 steps an epoch, the last one partial), 12 steps: the epochs must
     # stay in step; the script's own global seed makes its unseeded shuffle the same on every worker, as on

@@ -398,12 +398,16 @@ def test_an_exception_in_the_script_is_its_traceback_and_one_failure_line(tmp_pa
     hosts.append(host.start(script=wrap))
     assert host.wait(TIMEOUT) == 1
     assert "argv ['--rows', '3', '--model_dir', 's3://example-bucket/job/algo-1/model']" in host.stdout()
-    assert host.failure_file.read_text() == "ValueError: only 3 rows in the training data (need 10)\n"
+    lines = RAISING_SCRIPT.lstrip().splitlines()
+    call = lines.index("check(3)") + 1
+    raised = next(n for n, text in enumerate(lines, 1) if "raise ValueError" in text)
+    # The reason names the script's line where the exception left it (its deepest frame there).
+    assert host.failure_file.read_text() == (f"ValueError: only 3 rows in the training data (need 10) "
+                                             f"(at train.py:{raised})\n")
     stderr = host.stderr()
     # The user's traceback, from the script's own frame on.
     assert 'Traceback (most recent call last):\n  File "' in stderr
     traceback = stderr[stderr.index("Traceback"):]
-    call = RAISING_SCRIPT.lstrip().splitlines().index("check(3)") + 1
     assert re.search(rf'File "\S+/train.py", line {call}, in <module>\n', traceback), traceback
     assert "runpy" not in traceback and "launcher.py" not in traceback
 

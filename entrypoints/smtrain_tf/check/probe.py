@@ -73,9 +73,24 @@ def refuse(settings: CheckSettings, why: str) -> None:
     os._exit(3)
 
 
+class Recorded(Exception):
+    """The planned run of a wrapped script recorded its steps: the script goes on past its fit (check_rest.py)."""
+
+
+class _Mode:
+    # Set by the wrap in the planned run: after the record, the script runs to its end (what follows training
+    # fails or not as the paid run would); elsewhere the process ends once its steps are recorded.
+    continue_script = False
+
+
+def continue_the_script() -> None:
+    _Mode.continue_script = True
+
+
 def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any, steps_per_epoch: int) -> None:
-    """Run and record `settings.steps` steps from the runner's iterator; never returns. `steps_per_epoch` is
-    recorded: with the batch it tells how many examples the data holds (smtrain weighs chance meetings by it)."""
+    """Run and record `settings.steps` steps from the runner's iterator; never returns (the process ends, or, in a
+    wrapped script's planned run, Recorded is raised for its fit to return). `steps_per_epoch` is recorded: with
+    the batch it tells how many examples the data holds (smtrain weighs chance meetings by it)."""
     if dist.kind == PS:
         refuse(settings, "a parameter-server job trains on workers the chief only schedules: its steps cannot be "
                          "compared one by one")
@@ -121,8 +136,10 @@ def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any, steps_per_e
     print(f"check: {len(records)} steps recorded", flush=True)
     _wait_for_the_others(settings, dist.num_workers)
     sys.stderr.flush()
-    # Done: what follows (evaluation, saving, the rest of a script) is not part of the check. Leave at once,
-    # as a worker of a multi-worker job must, without waiting on TensorFlow's collective threads.
+    if _Mode.continue_script and not settings.is_reference:
+        raise Recorded()
+    # Done: what follows (evaluation, saving, the rest of the program) is not part of this run's check. Leave at
+    # once, as a worker of a multi-worker job must, without waiting on TensorFlow's collective threads.
     os._exit(0)
 
 

@@ -27,6 +27,8 @@ Map:
     fit_tuning.py      Keras's fit runs several steps per call (steps_per_execution) when nothing the script
                        wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
     check_fit.py       fit during `smtrain check`, through smtrain_tf.fit (the check records its first steps)
+    check_rest.py      a check's planned run goes on past the recorded steps to the script's end, each fit,
+                       evaluate and predict cut to the check's steps
     epoch_lines.py     the Keras callback printing smtrain's metric line each epoch
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save

@@ -12,7 +12,7 @@ import functools
 from typing import Any, Callable, Optional
 
 from ..check import settings as check_settings
-from . import batch_size, check_fit, epoch_lines, fit_inputs, fit_tuning
+from . import batch_size, check_fit, check_rest, epoch_lines, fit_inputs, fit_tuning
 from .context import WrapContext
 
 
@@ -31,10 +31,13 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
         given = fit_inputs.bind(original, self, args, kwargs)
         location = fit_inputs.caller_location(1, ctx.settings.script_dir)
-        if check_settings.read() is not None:
-            # `smtrain check`: the first steps must run in smtrain's loop, which records them, with the data in
-            # one seeded order in both runs.
-            return check_fit.fit(keras, ctx, self, given, location)
+        checking = check_settings.read()
+        if checking is not None:
+            # `smtrain check`: the first steps run in smtrain's loop, which records them, with the data in one
+            # seeded order in both runs; the planned run then goes on, each fit cut short (check_rest.py).
+            if not check_rest.recorded():
+                check_rest.record(lambda: check_fit.fit(keras, ctx, self, given, location))
+            given = check_rest.cut(given, checking.steps)
         given, examples = batch_size.scale_batches(ctx, given, location)
         accumulation = ctx.contract.hp("gradient_accumulation_steps")
         if accumulation > 1:

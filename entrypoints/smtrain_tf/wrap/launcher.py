@@ -81,8 +81,11 @@ def _script_failed(exc: BaseException, ctx: WrapContext) -> int:
         return _fail(known.reason, known.exit_code)
     reason = f"{type(exc).__name__}: {exc}"
     cell = notebook_lines.innermost(exc.__traceback__, ctx.settings.script)
+    line = script.innermost_line(exc.__traceback__, ctx.settings.script)
     if cell is not None:  # the job's FailureReason names the notebook's cell, as the traceback does
         reason += f" (at {cell})"
+    elif line is not None:  # and a script's line (`smtrain check` reports it as where the planned run failed)
+        reason += f" (at {os.path.relpath(ctx.settings.script, ctx.settings.script_dir)}:{line})"
     if "Mixing different tf.distribute.Strategy objects" in reason:
         reason += (f" (the script builds a strategy of its own, but the wrap already runs it under {ctx.kind}: "
                    "leave the strategy to the wrap, or turn code.wrap off)")

@@ -11,7 +11,7 @@ from typing import Any, List
 from ..check import settings as check_settings
 from ..distribute.choice import DEFAULT
 from ..training.keras_compat import keras as tf_keras
-from . import devices_guard, keras_fit, keras_repairs, learning_rate, own_strategy, saving
+from . import check_rest, devices_guard, keras_fit, keras_repairs, learning_rate, own_strategy, saving
 from .context import WrapContext
 
 
@@ -37,6 +37,7 @@ def install(ctx: WrapContext) -> None:
             patched.append(model_class)
             keras_fit.patch(keras, model_class, ctx)
             learning_rate.patch(keras, model_class, ctx)
+            check_rest.patch(model_class)
             saving.patch_model(model_class, ctx, redirect)
         saving.patch_functions(keras, ctx, redirect)
     saving.patch_saved_model(ctx, redirect)

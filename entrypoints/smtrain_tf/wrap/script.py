@@ -6,7 +6,8 @@ import os
 import runpy
 import sys
 import traceback
-from typing import List, Sequence
+from types import TracebackType
+from typing import List, Optional, Sequence
 
 from . import notebook_lines
 
@@ -36,3 +37,13 @@ def user_traceback(exc: BaseException, path: str) -> List[str]:
         tb = tb.tb_next
     lines = traceback.format_exception(type(exc), exc, tb if tb is not None else exc.__traceback__)
     return notebook_lines.traceback_lines(lines, path)  # a notebook's script: its frames by cell and line
+
+
+def innermost_line(tb: Optional[TracebackType], path: str) -> Optional[int]:
+    """The line of the script at `path` where the exception left it last (its deepest frame there)."""
+    found = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            found = tb.tb_lineno
+        tb = tb.tb_next
+    return found

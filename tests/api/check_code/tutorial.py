@@ -5,6 +5,7 @@ Its flags plant the mistakes `smtrain check` must find (tests/api/test_check.py)
     --shuffle-seed -1     shuffle without a seed before the data is split between workers
     --scale-lr 1          scale the learning rate by the replicas itself (on top of lr_scaling)
     --per-replica-batch 1 batch the dataset with the per-replica number, forgetting num_replicas_in_sync
+    --evaluate-wrong 1    unpack evaluate's two values into three after training (fails after fit, anywhere)
 and its other flags what a correct script may do: --global-seed N seeds everything itself (then an unseeded
 shuffle is the same on every worker), --validate 1 passes validation data (batched by the script too).
 """
@@ -23,6 +24,7 @@ parser.add_argument("--scale-lr", type=int, default=0)
 parser.add_argument("--per-replica-batch", type=int, default=0)
 parser.add_argument("--global-seed", type=int, default=-1)
 parser.add_argument("--validate", type=int, default=0)
+parser.add_argument("--evaluate-wrong", type=int, default=0)
 parser.add_argument("--model_dir")
 args = parser.parse_args()
 
@@ -46,4 +48,6 @@ if args.validate:
     validation = tf.data.Dataset.from_tensor_slices(
         (held_out["x"].reshape(len(held_out["x"]), -1).astype("float32"), held_out["y"])).batch(16)
 model.fit(dataset, epochs=args.epochs, validation_data=validation)
+if args.evaluate_wrong:
+    loss, accuracy, top5 = model.evaluate(dataset, verbose=0)
 model.save(os.path.join(os.environ["SM_MODEL_DIR"], "model.keras"))
