@@ -218,9 +218,12 @@ def test_an_own_script_scaling_its_rate_and_batch_for_the_replicas_is_equivalent
 
 
 def test_a_hand_written_loop_cannot_be_checked(digits: Path, tmp_path: Path, own_temp: Path) -> None:
+    # (digits_keras.py reads both channels: validate refuses the job without its validation channel.)
     spec = _spec(tmp_path, digits, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": 2, "max_run": "15m"},
                                     "code": {"source_dir": str(ROOT / "configs" / "code"),
-                                             "entry_point": "digits_keras.py"}})
+                                             "entry_point": "digits_keras.py"},
+                                    "inputs": {"train": str(digits / "train"),
+                                               "validation": str(digits / "validation")}})
     with pytest.raises(CannotCheckError) as caught:
         smtrain.check(spec)
     assert caught.value.code == 2
