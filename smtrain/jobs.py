@@ -218,7 +218,9 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
     """One point per epoch for each metric of `raw` (see the module's rule), in `order`, then the rest."""
     points = {name: sorted(values, key=lambda p: p[0]) for name, values in raw.items()}
     epochs = points.pop(EPOCH, [])
-    call_at = {stamp: int(value) for stamp, value in points.pop(FIT, []) if _whole(value) and value >= 1}
+    calls = points.pop(FIT, [])
+    call_at = {stamp: int(value) for stamp, value in calls if _whole(value) and value >= 1}
+    unclear = {stamp for stamp, _ in calls} - set(call_at)  # a fit call that is no whole number: no row's
     if epochs:
         epoch_at = {stamp: int(value) for stamp, value in epochs if _whole(value)}
     else:
@@ -229,7 +231,7 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
     for name in names:
         kept: dict[tuple[int, int], MetricPoint] = {}
         for stamp, value in points[name]:
-            if stamp in epoch_at:  # a later point of the same epoch of the same call (a restarted job) wins
+            if stamp in epoch_at and stamp not in unclear:  # a later point of the same epoch and call wins
                 call = call_at.get(stamp, 1)
                 kept[(call, epoch_at[stamp])] = MetricPoint(epoch_at[stamp], value, stamp, call)
         if kept:

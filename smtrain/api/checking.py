@@ -328,7 +328,7 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
                 raise CannotCheckError(str(exc)) from None
             if mine is None:
                 verdict = failed(info.failure_reason or "it wrote no record of its steps")
-            elif info.status != "Completed":  # a wrapped script's planned run goes on past its steps
+            elif info.status != "Completed" and _program(found.plan) == "wrapped":  # it went on past its steps
                 verdict = failed_after_training(info.failure_reason or f"the run ended {info.status}",
                                                 compare(reference, mine))
             else:

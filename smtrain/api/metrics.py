@@ -53,7 +53,8 @@ def heading(name: str) -> str:
 
 class Metrics(list):  # type: ignore[type-arg]
     """A job's metrics: one dict per epoch, {"epoch": 1, "loss": 0.31, "accuracy": 0.9, "val_loss": ...,
-    "time": datetime}; an epoch without a value of some metric has None there. `pandas.DataFrame(metrics)`
+    "time": datetime} ("fit": the call, first, when the script called fit several times); an epoch without a
+    value of some metric has None there. `pandas.DataFrame(metrics)`
     takes it as it is. `.job` is the JobInfo read with them, `.host` the host whose log or series they are."""
 
     def __init__(self, metrics: JobMetrics) -> None:
@@ -72,7 +73,9 @@ class Metrics(list):  # type: ignore[type-arg]
         return mask_text(f"<Metrics of {self.job.name}: {len(self)} epochs of {', '.join(self.names) or 'no metric'}>")
 
     def _repr_html_(self) -> str:
-        return grid_table(["epoch", *self.names], ([r["epoch"], *(r[n] for n in self.names)] for r in self),
+        calls = any("fit" in r for r in self)  # several fit calls: each row's call first
+        return grid_table([*(["fit"] if calls else []), "epoch", *self.names],
+                          ([*([r["fit"]] if calls else []), r["epoch"], *(r[n] for n in self.names)] for r in self),
                           title=f"{self.job.name} ({self.job.status}), {self.host}")
 
     def plot(self, ax: Any = None) -> Any:

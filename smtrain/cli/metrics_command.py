@@ -91,10 +91,11 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
             else:
                 if names is None:  # the columns are those of the first epoch seen
                     names = table.columns(metrics)
-                    click.echo(table.csv_header(names) if output == "csv" else table.header_line(names))
+                    # (Followed, later fit calls cannot be known: CSV carries the fit column always.)
+                    click.echo(table.csv_header(names, True) if output == "csv" else table.header_line(names))
                 if output != "csv" and row.fit != last_call:
                     click.echo(table.fit_line(row))
-                click.echo(table.csv_row(row, names) if output == "csv" else table.row_line(row, names))
+                click.echo(table.csv_row(row, names, True) if output == "csv" else table.row_line(row, names))
             last_call = row.fit
             shown.add((row.fit, row.epoch))
         if done:

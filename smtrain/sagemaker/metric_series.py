@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from smtrain.aws import api_errors
-from smtrain.jobs import EPOCH, JobInfo, JobMetrics, by_epoch, check_host
+from smtrain.jobs import EPOCH, FIT, JobInfo, JobMetrics, by_epoch, check_host
 from smtrain.plan import launch
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -54,7 +54,7 @@ def _listed(cloudwatch: Any, dimension: dict[str, str]) -> list[str]:
 def _query(index: int, name: str, dimension: dict[str, str], period: int) -> dict[str, Any]:
     return {"Id": f"m{index}", "ReturnData": True, "MetricStat": {
         "Metric": {"Namespace": NAMESPACE, "MetricName": name, "Dimensions": [dimension]},
-        "Period": period, "Stat": "Maximum" if name == EPOCH else "Average"}}
+        "Period": period, "Stat": "Maximum" if name in (EPOCH, FIT) else "Average"}}
 
 
 def _window(description: Mapping[str, Any], now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:

@@ -189,7 +189,7 @@ class CodeSpec(_Model):
     entry_point: Line | None = Field(None, description="a script in source_dir (or code.git's directory); "
                                      "default: the bundled entrypoint")
     wrap: Flag = Field(False, description="run entry_point unchanged inside the strategy smtrain picks "
-                       "(Mirrored, MultiWorkerMirrored); its model.fit goes through smtrain's loop where Keras needs it")
+                       "(Mirrored, MultiWorkerMirrored); its model.fit is Keras's own, mended where Keras 3 fails there")
     wrap_batch: Literal["per_replica", "global"] = Field(
         "per_replica", description="with wrap: per_replica multiplies the script's batch_size by the replicas "
         "(each GPU does the work it did alone); global keeps it as written")

@@ -85,8 +85,12 @@ def test_metric_definitions_match_the_real_metric_lines(single_run: Host) -> Non
     keys = {"train:loss": "loss", "train:accuracy": "accuracy", "validation:loss": "val_loss",
             "validation:accuracy": "val_accuracy", "train:learning_rate": "lr",
             "train:examples_per_sec": "examples_per_sec", "train:epoch": "epoch"}
-    assert {d["Name"] for d in definitions} == set(keys)
+    # train:fit reads the fit call's number, which a process's first fit call (this one) leaves out.
+    assert {d["Name"] for d in definitions} == {*keys, "train:fit"}
     for definition in definitions:
+        if definition["Name"] == "train:fit":
+            assert not any(re.search(definition["Regex"], line) for line in lines)
+            continue
         regex = re.compile(definition["Regex"])
         for line in lines:
             match = regex.search(line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import textwrap
@@ -638,3 +639,22 @@ def test_sample_and_class_weights_become_each_examples_weight_as_keras_multiplie
     data = tf.data.Dataset.from_tensor_slices((np.zeros((4, 2), np.float32), np.array([0, 5, 1, 0]))).batch(4)
     weighted = check_fit._weighted_dataset(data, {0: 2.0, 1: 0.5})
     assert next(iter(weighted))[2].numpy().tolist() == [2.0, 1.0, 0.5, 2.0]
+
+
+def test_only_a_save_into_the_jobs_shared_places_is_a_shared_place(tmp_path: Path) -> None:
+    """A non-chief's save is moved only where one writer is needed: each host's working directory is its own."""
+    from types import SimpleNamespace
+
+    from smtrain_tf.wrap.saving import shared_place
+
+    model, data, checkpoints = (tmp_path / name for name in ("model", "output-data", "checkpoints"))
+    for place in (model, data, checkpoints):
+        place.mkdir()
+    (tmp_path / "linked").symlink_to(model, target_is_directory=True)
+    ctx = SimpleNamespace(contract=SimpleNamespace(model_dir=str(model), output_data_dir=str(data),
+                                                   checkpoint_dir=str(checkpoints)))
+    for shared in (model / "model.keras", str(data / "x.npz"), checkpoints / "ckpt-1.keras", "s3://bucket/model",
+                   os.fsencode(model / "1"), tmp_path / "linked" / "m.keras", model):
+        assert shared_place(ctx, shared), shared
+    for own in ("./ckpt/ckpt-1.keras", tmp_path / "model-copy" / "m.keras", str(tmp_path / "modelx"), 7):
+        assert not shared_place(ctx, own), own

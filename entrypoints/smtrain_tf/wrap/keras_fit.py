@@ -2,7 +2,8 @@
 
 The batch sizes become global (batch_size.py), fit runs several steps per call (fit_tuning.py) and
 a callback prints smtrain's metric line each epoch (epoch_lines.py). Under MultiWorkerMirrored and
-several replicas Keras's trainer runs with keras_repairs.py's three repairs. During `smtrain check`
+several replicas Keras's trainer runs with keras_repairs.py's three repairs (MultiWorkerMirrored, and
+MirroredStrategy with several replicas). During `smtrain check`
 check_fit.py takes the call: the check records the first steps in smtrain's loop.
 """
 
@@ -42,8 +43,8 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
         accumulation = ctx.contract.hp("gradient_accumulation_steps")
         if accumulation > 1:
             ctx.say_once(f"wrap: note: {location}: gradient_accumulation_steps={accumulation} is not applied: "
-                         f"Keras's own fit (strategy {ctx.kind}) makes one optimizer step per batch; smtrain "
-                         "accumulates gradients for a wrapped script under multi_worker_mirrored only")
+                         f"Keras's own fit (strategy {ctx.kind}) makes one optimizer step per batch; give the "
+                         "script's Keras 3 optimizer gradient_accumulation_steps= (or train with smtrain_tf.fit)")
         restore = fit_tuning.tune(ctx, self, given, location)  # before the wrap's own callback joins the script's
         given["callbacks"] = with_epoch_lines(keras, ctx, given.get("callbacks"), examples)
         try:

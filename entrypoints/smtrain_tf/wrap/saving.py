@@ -3,14 +3,15 @@
 Each SageMaker host has its own disk: what a host writes to its working directory (`./ckpt`, a
 checkpoint the script later restores from) is that host's, so such a save stays where the script
 wrote it, on every host, and the script finds it there again. Only the job's shared places need one
-writer: SM_MODEL_DIR (SageMaker uploads the model from it), the output data directory, and a remote
-URI (s3://...). MultiWorkerMirrored needs every worker to run a save (a SavedModel reads variables in
-sync), so a non-chief's save there is not skipped: it goes to a temporary directory instead, and the
-log says where; the launcher removes those directories when the script ends. After each save the script
-itself makes, every process logs `weights_sha256=<hex>` of the model's weights: equal digests
-across workers mean identical models. Saves made by Keras on the script's behalf (ModelCheckpoint
-every epoch) log nothing more: their files are the record. A save inside another (Model.save
-calling tf.saved_model.save) is left to the outer one.
+writer: SM_MODEL_DIR (SageMaker uploads the model from it), the output data directory, the checkpoint
+directory (SageMaker syncs /opt/ml/checkpoints of every host to one S3 prefix, and a resumed job downloads
+it to every host), and a remote URI (s3://...). MultiWorkerMirrored needs every worker to run a save (a
+SavedModel reads variables in sync), so a non-chief's save there is not skipped: it goes to a temporary
+directory instead, and the log says where; the launcher removes those directories when the script
+ends. After each save the script itself makes, every process logs `weights_sha256=<hex>` of the
+model's weights: equal digests across workers mean identical models. Saves made by Keras on the
+script's behalf (ModelCheckpoint every epoch) log nothing more: their files are the record. A save
+inside another (Model.save calling tf.saved_model.save) is left to the outer one.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ class _Redirect:
         self._count = 0
 
     def path_for(self, path: Any) -> Any:
-        if not isinstance(path, (str, os.PathLike)):
+        if not isinstance(path, (str, bytes, os.PathLike)):
             return path  # an open file or h5py group: nothing to move
+        path = os.fsdecode(path)
         if self._root is None:
             self._root = tempfile.mkdtemp(prefix="smtrain-worker-saves-")
         self._count += 1
@@ -87,7 +89,7 @@ def _inside(path: str, directory: str) -> bool:
 
 def shared_place(ctx: WrapContext, path: Any) -> bool:
     """Whether a save to `path` lands in one of the job's shared places (one writer), not on this host alone."""
-    if not isinstance(path, (str, os.PathLike)):
+    if not isinstance(path, (str, bytes, os.PathLike)):
         return False  # an open file or h5py group: this process's own
     text = os.fspath(path)
     if isinstance(text, bytes):
@@ -95,7 +97,8 @@ def shared_place(ctx: WrapContext, path: Any) -> bool:
     if "://" in text:
         return True  # s3://, gs://, hdfs://: every host would write the same object
     real = os.path.realpath(text)
-    return any(_inside(real, place) for place in (ctx.contract.model_dir, ctx.contract.output_data_dir) if place)
+    places = (ctx.contract.model_dir, ctx.contract.output_data_dir, ctx.contract.checkpoint_dir)
+    return any(_inside(real, place) for place in places if place)
 
 
 def redirecting(ctx: WrapContext, redirect: _Redirect, original: Callable[..., Any], what: str, model_arg: str,
