@@ -80,9 +80,13 @@ def test_a_process_that_writes_its_failure_file_then_exits_reports_its_own_code(
 
 
 def test_servers_are_ended_once_the_workers_are_done_and_fail_nothing(tmp_path: Path) -> None:
-    server = IGNORE_TERM + "import time; time.sleep(60)"
+    # The worker ends only once the server ignores SIGTERM: otherwise the server, still starting,
+    # could be ended by the SIGTERM itself and the test would see -15 instead of the SIGKILL.
+    ready = tmp_path / "server-ready"
+    server = IGNORE_TERM + f"import time; open({str(ready)!r}, 'w').close(); time.sleep(60)"
+    worker = f"import os, time\nwhile not os.path.exists({str(ready)!r}): time.sleep(0.01)\nprint('trained')"
     supervisor, outcome, _ = supervise(tmp_path, [spec(tmp_path, "algo-1", server, role=AUX, label="ps"),
-                                                  spec(tmp_path, "algo-1", "print('trained')")], grace=0.5)
+                                                  spec(tmp_path, "algo-1", worker)], grace=0.5)
     assert outcome.status == "Completed"
     assert outcome.exit_codes == {"algo-1/ps": -9, "algo-1": 0}
     assert not any(alive(r.pid) for r in supervisor.running)
