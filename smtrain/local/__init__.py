@@ -11,7 +11,8 @@
     replica_layout.py  the replicas per host: the plan's, CPU devices standing in for GPUs (--replicas-per-host: fewer);
                   hooks/sitecustomize.py splits the CPU for a hand-written script right after TensorFlow loads
     supervise.py  the process group: output streamed with host prefixes, one failure ends all
-    tf_noise.py   TensorFlow's C++ start-up lines recognised (also behind mpirun's tags): log file only
+    tf_noise.py   TensorFlow's C++ start-up lines recognised (behind mpirun's tags, or glued to a progress bar's
+                  end): log file only
     lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL
     artifacts.py  model.tar.gz and output.tar.gz, as SageMaker uploads them
     stray_writes.py  what a job wrote outside its hosts' directories (this machine's /opt/ml, --model_dir)

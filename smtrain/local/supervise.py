@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from smtrain.local.lifeline import Lifeline
-from smtrain.local.tf_noise import NoiseFilter
+from smtrain.local.tf_noise import NoiseFilter, noise_at_the_end
 from smtrain.redact import StreamMasker, mask_text
 from smtrain.terminal_text import as_shown
 
@@ -144,13 +144,21 @@ class Output:
                 handle = self._files[host] = open(self.log_file(host), "a", encoding="utf-8")  # noqa: SIM115
             handle.write(format_log_line(utc_now(), message))
             handle.flush()
-            if self._noise(host, message) and not self._verbose:
-                self._hidden.setdefault(host, deque(maxlen=HIDDEN_SHOWN)).append(message)
-                self._hidden_count[host] = self._hidden_count.get(host, 0) + 1
-                return
+            if not self._verbose:
+                if self._noise(host, message):
+                    self._hold_back(host, message)
+                    return
+                glued = noise_at_the_end(message)
+                if glued is not None:
+                    self._hold_back(host, message[glued:])
+                    message = message[:glued]
             # The terminal gets each line as a terminal would have drawn it: behind the [host] prefix a
             # progress bar's carriage returns would otherwise overwrite the prefix itself.
             self._show(f"[{host}] {as_shown(message)}\n")
+
+    def _hold_back(self, host: str, message: str) -> None:
+        self._hidden.setdefault(host, deque(maxlen=HIDDEN_SHOWN)).append(message)
+        self._hidden_count[host] = self._hidden_count.get(host, 0) + 1
 
     def show_hidden(self, host: str) -> None:
         """After `host` failed: the noise lines of it that the terminal did not show, the last HIDDEN_SHOWN.

@@ -167,6 +167,25 @@ class NoiseFilter:
         return True
 
 
+# A C++ log header anywhere in a line: TensorFlow's C++ runtime writes to stderr while a Keras progress
+# bar (redrawn with carriage returns, no newline) is open on the same pipe, so its line lands at the end of
+# the bar's.
+_HEADER_INSIDE = re.compile(r"[IWE]\d{4} \d{2}:\d{2}:[\d.]+\s+\d+ [\w./+-]+:\d+\] "
+                            r"|\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d+: [IWE] [\w./+-]+:\d+\] ")
+
+
+def noise_at_the_end(line: str) -> int | None:
+    """Where a noise message glued to the end of another line begins (a progress bar's, say), or None.
+
+    Only a message that is noise by itself to the line's end counts, so `loss: 0.3379W0000 ... dataset.cc:997]
+    Input of GeneratorDatasetOp...` keeps `loss: 0.3379` and drops the rest; an unknown message stays.
+    """
+    for found in _HEADER_INSIDE.finditer(line):
+        if found.start() > 0 and _one_line_is_noise(line[found.start():]):
+            return found.start()
+    return None
+
+
 def is_noise(line: str) -> bool:
     """Whether `line` (one line of a host's output, mpirun's tags included) is TensorFlow start-up noise."""
     if _one_line_is_noise(_MPI_TAG.sub("", line)):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from smtrain.local.supervise import HIDDEN_SHOWN, MAIN, Output, ProcessSpec, Supervisor, parse_log_line
-from smtrain.local.tf_noise import NoiseFilter, is_noise
+from smtrain.local.tf_noise import NoiseFilter, is_noise, noise_at_the_end
 
 # Captured here, TF 2.21 (absl's layout), TF_CPP_MIN_LOG_LEVEL=1 as the toolkit sets it: the bundled
 # entrypoint's multi-worker runs print the first two; at level 0 the CPU notice comes too.
@@ -120,6 +120,30 @@ def test_metric_lines_warnings_tracebacks_and_unknown_lines_are_not(line: str) -
 def test_two_ranks_noise_on_one_line_is_noise() -> None:
     line = UNDER_MPIRUN[0] + UNDER_MPIRUN[1]
     assert is_noise(line)
+
+
+GENERATOR_NOTICE = ("W0000 00:00:1795848130.101648   15847 dataset.cc:997] Input of GeneratorDatasetOp::Dataset will "
+                    "not be optimized because the dataset does not implement the AsGraphDefInternal() method needed "
+                    "to apply optimizations.")
+BAR = "20/23 \u2501\u2501\u2501\u2501 1s 370ms/step - accuracy: 0.9391 - loss: 0.3379"
+
+
+def test_a_notice_glued_to_a_progress_bar_is_cut_off_and_an_unknown_message_is_not() -> None:
+    assert noise_at_the_end(BAR + GENERATOR_NOTICE) == len(BAR)
+    assert noise_at_the_end("\r" + BAR + "\r" + BAR + GENERATOR_NOTICE) == len(BAR) * 2 + 2
+    cudnn = ("E0000 00:00:1795420001.301245   40112 cuda_dnn.cc:536] Could not create cudnn handle: "
+             "CUDNN_STATUS_INTERNAL_ERROR")
+    assert noise_at_the_end(BAR + cudnn) is None  # not on the list: never hidden
+    assert noise_at_the_end(GENERATOR_NOTICE) is None  # a whole line of noise is is_noise's
+    assert noise_at_the_end(BAR) is None
+
+
+def test_the_terminal_shows_the_bar_without_the_glued_notice_and_the_log_keeps_both(tmp_path: Path) -> None:
+    code = (f"import sys\nsys.stdout.write({BAR!r}); sys.stdout.flush()\n"
+            f"sys.stderr.write({GENERATOR_NOTICE!r} + '\\n'); sys.stderr.flush()\nprint('done')\n")
+    text, logs = run(tmp_path, {"algo-1": code})
+    assert f"[algo-1] {BAR}\n" in text and "GeneratorDatasetOp" not in text, text
+    assert BAR + GENERATOR_NOTICE in logged(logs, "algo-1")
 
 
 # -- the supervisor's output, with small Python programs as hosts ----------------------------------
