@@ -15,6 +15,7 @@
     model.py           Bundle, PlannedBundle, BundleFile, PlannedFile, BundleError
     entrypoint.py      where the bundled TensorFlow entrypoint (smtrain_entry, smtrain_wrap, smtrain_tf) is
                        installed
+    job_requirements.py  lines smtrain adds to the bundle's requirements.txt (tf-keras for tensorflow.keras: 2)
     request.py         Request (plan, job name, bundle, where it goes), make_request(), check_bundle()
     script_reading.py  a bundled script read for `smtrain check` (ast only): the packages it reaches through
                        the bundle's own modules (smtrain_tf), the calls it makes (model.fit)

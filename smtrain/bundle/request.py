@@ -15,6 +15,7 @@ from typing import Any
 
 from smtrain.bundle.build import plan_bundle, s3_key_for, write_bundle
 from smtrain.bundle.entrypoint import entrypoint_parts
+from smtrain.bundle.job_requirements import with_added
 from smtrain.bundle.model import Bundle, BundleError, PlannedBundle
 from smtrain.bundle.own_places import default_home
 from smtrain.errors import UserError
@@ -55,6 +56,8 @@ def check_bundle(plan: Plan) -> PlannedBundle:
     planned = plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
                           allow=code.allow_secrets, max_size=code.max_bundle_size, leave_out=own_places(plan),
                           made=made)
+    if plan.keras is not None and plan.keras.requirement:
+        planned = with_added(planned, (plan.keras.requirement,), "tensorflow.keras: 2 (Keras 2 through tf_keras)")
     if left_out:  # said where the bundle's warnings are said: validate, plan, and before a job is sent
         planned = replace(planned, warnings=(*planned.warnings, *left_out))
     shipped_data = _data_beside_the_code(plan, planned)

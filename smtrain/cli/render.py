@@ -146,8 +146,13 @@ def _tensorflow_lines(t: dict[str, Any]) -> list[str]:
     where = {"spec": f"the spec's: {t['image_uri']}", "smtrain table": f"smtrain's table: {t['image_uri'] or '-'}",
              "sdk": f"the SageMaker SDK's table (smtrain's copy): {t['image_uri'] or '-'}"}.get(
                  t.get("image_source", ""), t.get("image_uri") or "-")
-    return [f"  tensorflow    {t['version'] or '-'}{' ' + facts if facts else ''}{chosen}",
-            f"                image: {where}"]
+    lines = [f"  tensorflow    {t['version'] or '-'}{' ' + facts if facts else ''}{chosen}",
+             f"                image: {where}"]
+    keras = t.get("keras") or {}
+    if keras.get("through") == "tf_keras":
+        lines.append(f"                Keras 2 as written: tf_keras under TF_USE_LEGACY_KERAS=1, "
+                     f"{keras['requirement']} added to the job's requirements.txt (tensorflow.keras: 2)")
+    return lines
 
 
 def _wrap_fit(plan: Plan, tuning: bool) -> str:

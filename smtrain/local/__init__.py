@@ -3,7 +3,8 @@
     request.py    the local Request, and its CreateTrainingJob request as the renderer gives it, with places here
     channels.py   input channels from directories, file:// or s3:// URIs (S3 access checked before the job)
     places.py     SMTRAIN_HOME and a local output checked and made before the job exists (exit 2 if not)
-    job_env.py    code.requirements installed into the job's own virtual environment
+    job_env.py    code.requirements installed into the job's own virtual environment; smtrain's tf-keras line matched to
+                  this machine's TensorFlow
     tf_install.py the hosts' TensorFlow found without importing it: required, and set against tensorflow.version
     contract.py   one host's /opt/ml layout, config files and SM_* environment, as the toolkit sets them
     hosts.py      every host's directory laid out, the bundle unpacked into each

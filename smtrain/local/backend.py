@@ -375,7 +375,7 @@ class LocalBackend:
             raise _JobFailed(f"ClientError: {exc}") from exc
         try:
             python = install_requirements(hosts.layouts[first].code_dir, job_dir / "venv", base_python,
-                                          lambda line: output.line(first, line))
+                                          lambda line: output.line(first, line), tensorflow=tensorflow.tensorflow)
         except RequirementsError as exc:
             raise _JobFailed(f"AlgorithmError: {exc}") from exc
         note = version_note(tensorflow if python == base_python else probe(python), plan.framework_version)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from smtrain import exit_codes
+from smtrain.bundle.job_requirements import split_added
 from smtrain.errors import UserError
 from smtrain.local.lifeline import Lifeline
 
@@ -75,15 +76,42 @@ def create_env(env_dir: Path, base_python: str) -> Path:
     return python
 
 
+def _for_this_tensorflow(line: str, tensorflow: str | None) -> str | None:
+    """An added tf-keras line matched to the TensorFlow this machine runs (the image's is another); None where
+    that TensorFlow's own tf.keras is Keras 2 already (2.15 or older)."""
+    if tensorflow is None or not tensorflow[:1].isdigit():
+        return line
+    parts = [int(p) for p in tensorflow.split(".")[:2] if p.isdigit()]
+    if tuple(parts) < (2, 16):
+        return None
+    return f"tf-keras~={parts[0]}.{parts[1]}.0" if _is_tf_keras(line) else line
+
+
+def _is_tf_keras(line: str) -> bool:
+    return line.replace("_", "-").lower().startswith("tf-keras")
+
+
 def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: Callable[[str], None],
-                         pip_python: str | None = None) -> str:
+                         pip_python: str | None = None, tensorflow: str | None = None) -> str:
     """The interpreter for the hosts: `base_python`, or a job environment with requirements.txt installed.
 
     pip runs from `pip_python` (default: this process's interpreter) against the new environment.
+    The lines smtrain added to the file (tf-keras for tensorflow.keras: 2) are installed for `tensorflow`,
+    the version the hosts run, and without their dependencies: tf-keras asks for the `tensorflow` project,
+    which pip would install again beside a `tensorflow-cpu` (the same package under another name).
     Raises RequirementsError when pip fails.
     """
     requirements = code_dir / REQUIREMENTS
     if not requirements.is_file():
+        return base_python
+    own, added = split_added(requirements.read_text(encoding="utf-8", errors="replace"))
+    if added:
+        requirements.write_text(own, encoding="utf-8")  # this host's copy: the added lines are installed below
+    ours = bool(added)
+    added = [line for line in (_for_this_tensorflow(a, tensorflow) for a in added) if line]
+    # Without smtrain's lines, the file is pip's as it stands (as the toolkit runs it, empty or not).
+    wanted = not ours or any(line.strip() and not line.lstrip().startswith("#") for line in own.splitlines())
+    if not wanted and not added:
         return base_python
     emit(f"installing {REQUIREMENTS} into the job's environment {env_dir}")
     try:
@@ -91,8 +119,16 @@ def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: 
     except (OSError, subprocess.SubprocessError, ValueError) as exc:  # ValueError: a probe's output not JSON
         raise RequirementsError(f"InstallRequirementsError: could not create the job's environment {env_dir}: "
                                 f"{exc}") from exc
-    argv = [pip_python or sys.executable, "-m", "pip", "--python", str(python), "install",
-            "--disable-pip-version-check", "-r", REQUIREMENTS]
+    pip = [pip_python or sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check"]
+    if wanted:
+        _pip(pip + ["-r", REQUIREMENTS], code_dir, emit)
+    if added:
+        emit(f"installing what smtrain added for this machine's TensorFlow {tensorflow}: {' '.join(added)}")
+        _pip(pip + ["--no-deps", *added], code_dir, emit)
+    return str(python)
+
+
+def _pip(argv: list[str], code_dir: Path, emit: Callable[[str], None]) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")}
     tail: list[str] = []
     with Lifeline() as lifeline:  # pip ends with smtrain (SIGKILL included), or when this block is left
@@ -107,5 +143,5 @@ def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: 
         code = proc.wait(timeout=PIP_TIMEOUT)
     if code != 0:
         detail = " / ".join(t.strip() for t in tail if t.strip())
-        raise RequirementsError(f"InstallRequirementsError: pip install -r {REQUIREMENTS} exited with {code}: {detail}")
-    return str(python)
+        what = " ".join(a for a in argv[5:] if a != "--disable-pip-version-check")
+        raise RequirementsError(f"InstallRequirementsError: pip {what} exited with {code}: {detail}")

@@ -11,7 +11,7 @@ from typing import Any
 # The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
-from smtrain.plan import choices, declared_metrics, distribution, entrypoint_rules, git_source, launch, program
+from smtrain.plan import choices, declared_metrics, distribution, entrypoint_rules, git_source, keras_choice, launch, program
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
 from smtrain.plan.instance_choice import explicit_instance, instance_gpu_summary, select_instance, tensorflow_warning
 from smtrain.plan.job_places import TENSORBOARD_LOCAL_PATH, job_name_template, tensorboard_files_uri, tensorboard_s3_path
@@ -98,6 +98,8 @@ class Plan:
     choices: tuple[choices.Choice, ...] = ()
     # The TensorFlow image: version, Python, URI and where it comes from (smtrain.plan.tf_image_choice).
     tf_image: TfChoice | None = None
+    # The Keras the code runs on, and the requirement added for it (smtrain.plan.keras_choice).
+    keras: keras_choice.KerasChoice | None = None
     # code.git: the repository and the exact commit the job runs (smtrain.plan.git_source); None for source_dir.
     git: git_source.GitCheckout | None = None
     warnings: list[Problem] = field(default_factory=list)
@@ -144,8 +146,9 @@ class Plan:
             "replicas": self.replicas,
             "batch": batch,
             "learning_rate": rate,
-            "tensorflow": self.tf_image.summary() if self.tf_image else {
-                "version": self.framework_version, "python": self.py_version, "image_uri": self.image_uri},
+            "tensorflow": {**(self.tf_image.summary() if self.tf_image else {
+                "version": self.framework_version, "python": self.py_version, "image_uri": self.image_uri}),
+                "keras": self.keras.summary() if self.keras else None},
             "entry_point": self.entry_point,
             "git": self.git.summary() if self.git else None,
             "program": {"kind": self.kind, "script": self.script, "strategy_told": self.strategy_told,
@@ -278,6 +281,9 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
     problems += tf_problems
     warnings += tf_warnings
     framework_version, py_version = tf_image.version, tf_image.python
+    keras, keras_problems, keras_warnings = keras_choice.choose(loaded, framework_version)
+    problems += keras_problems
+    warnings += keras_warnings
     # The one instance, or each of compute.prefer's: its strategy as the container will decide it.
     decided = choices.decide(loaded, choices.candidates(loaded, catalog, instance), framework_version)
     tf_image = for_distribution(tf_image, region, instance.name, decided.sdk_distribution)
@@ -298,6 +304,7 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
     try:
         plan = _plan(loaded, catalog, git, decided, instance, instance_reason, tf_image, environment, warnings,
                      region)
+        plan = replace(plan, keras=keras)
     except Exception:
         if not problems:
             raise

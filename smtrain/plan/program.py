@@ -85,6 +85,10 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
         # The wrap leaves a script's learning rate alone unless the spec asks for a rule.
         if "lr_scaling" in training.model_fields_set:
             found.append(Variable("SMTRAIN_LR_SCALING", training.lr_scaling, ("training", "lr_scaling")))
+    if spec.tensorflow.keras == 2:
+        # Read by TensorFlow 2.16+ when it is imported: tf.keras is then tf_keras (Keras 2); older
+        # TensorFlow, whose tf.keras is Keras 2 already, ignores it (smtrain.plan.keras_choice).
+        found.append(Variable("TF_USE_LEGACY_KERAS", "1", ("tensorflow", "keras")))
     if spec.compute.allow_cpu:
         found.append(Variable("SMTRAIN_ALLOW_CPU", "true", ("compute", "allow_cpu")))
     if what != BUNDLED and training.gradient_accumulation_steps is not None:

@@ -1,5 +1,6 @@
 """The preflight rules on what Keras 3 (TensorFlow 2.16 and later, without TF_USE_LEGACY_KERAS) refuses at
-run time, after the job has paid for its start-up: an optimizer given `lr=`, and `model.save(path)` to a
+run time, after the job has paid for its start-up (and the one Keras 2.11+ ignores: `lr=`, a warning): an
+optimizer given `lr=`, and `model.save(path)` to a
 path without the `.keras` / `.h5` extension. Both raise ValueError for certain, so both are errors. So do
 the Keras 2 calls Keras 3 removed: a metric's `reset_states()`, `keras.optimizers.legacy`, `fit_generator`
 and its kin (removed_api_hits).
@@ -24,6 +25,8 @@ OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta"
                         "Lion", "Adafactor", "LossScaleOptimizer", "Lamb", "Muon"})
 _MODEL_FILE_EXTENSIONS = (".keras", ".h5", ".hdf5")
 _SAVE_FUNCTIONS = ("keras.models.save_model", "keras.saving.save_model")
+# Every break below has the same second way out: the script as written, on Keras 2 (smtrain.plan.keras_choice).
+KEEP_KERAS_2 = "or run the script as written with Keras 2: tensorflow: {keras: 2}"
 _MODEL_NAME = re.compile(r"(?i)model|net$|^net|classifier|regressor|autoencoder|encoder|decoder")
 
 
@@ -38,8 +41,20 @@ def _optimizer(call: ast.Call, names: Names) -> str | None:
     return None
 
 
+def _ignores_lr(job: JobContext) -> bool:
+    """Keras 2.11 and later (TensorFlow 2.11+, tf_keras) take `lr=` and drop it with a log line: the optimizer
+    keeps its default rate (tf_keras's Optimizer._process_kwargs)."""
+    if job.keras3 is not False:  # Keras 3 (its own rule) or a TensorFlow not known
+        return False
+    parts = tuple(int(p) for p in (job.framework_version or "").split(".")[:2] if p.isdigit())
+    return parts >= (2, 11)
+
+
 def lr_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
-    if not applies(tree, names, job):
+    keras3 = applies(tree, names, job)
+    if not keras3:
+        if names.uses("tensorflow", "keras") and _ignores_lr(job):
+            yield from _ignored_lr_hits(tree, names)
         return
     parent_of = parents(tree)
     for node in walk(tree):
@@ -49,7 +64,18 @@ def lr_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
                 yield _hit(node, parent_of, "keras3-lr",
                            f"Keras 3 (TensorFlow {job.framework_version}) refuses {optimizer}(lr=...): "
                            "\"Argument(s) not recognized\" (lr was Keras 2's old name)",
-                           f"write {optimizer}(learning_rate=...)")
+                           f"write {optimizer}(learning_rate=...), {KEEP_KERAS_2}")
+
+
+def _ignored_lr_hits(tree: ast.AST, names: Names) -> Iterator[Hit]:
+    for node in walk(tree):
+        if isinstance(node, ast.Call) and any(k.arg == "lr" for k in node.keywords):
+            optimizer = _optimizer(node, names)
+            if optimizer:
+                yield Hit(node.lineno, "keras2-lr-ignored",
+                          f"Keras 2.11 and later ignore {optimizer}(lr=...): the optimizer trains at its default "
+                          "rate (a log line says `lr` is deprecated)", f"write {optimizer}(learning_rate=...)",
+                          WARNING)
 
 
 def _hit(node: ast.AST, parent_of: dict[ast.AST, ast.AST], rule: str, message: str, fix: str) -> Hit:
@@ -121,7 +147,7 @@ def save_format_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[H
         if path is None:
             continue
         fix = ("save to a .keras file (model.save(os.path.join(os.environ[\"SM_MODEL_DIR\"], \"model.keras\"))), "
-               "or call model.export(path) for a SavedModel (what TensorFlow Serving loads)")
+               f"or call model.export(path) for a SavedModel (what TensorFlow Serving loads), {KEEP_KERAS_2}")
         tail = tails.tail(path)
         if any(k.arg == "save_format" for k in node.keywords) and tail is None:
             # Keras 3 takes save_format only beside a .keras/.h5 path (with a deprecation note): where the
@@ -161,7 +187,7 @@ def removed_api_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[H
     parent_of = parents(tree)
     metrics = _metric_names(tree, names)
     version = f"Keras 3 (TensorFlow {job.framework_version})"
-    keep = "or run the script with Keras 2: environment: {TF_USE_LEGACY_KERAS: \"1\"} and tf-keras in its requirements"
+    keep = KEEP_KERAS_2
     for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue

@@ -276,8 +276,8 @@ def fit_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
             yield Hit(node.lineno, "keras3-fit-multi-worker",
                       f"Keras 3 (TensorFlow {job.framework_version}) model.fit does not run under "
                       "ParameterServerStrategy",
-                      "call smtrain_tf.fit(model, ...) instead (it runs every strategy), or set "
-                      "environment: {TF_USE_LEGACY_KERAS: \"1\"} with tf_keras in code.requirements")
+                      "call smtrain_tf.fit(model, ...) instead (it runs every strategy), or run it with Keras 2: "
+                      "tensorflow: {keras: 2}")
 
 
 _CUDA = "CUDA_VISIBLE_DEVICES"

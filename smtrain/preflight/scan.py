@@ -116,7 +116,8 @@ def _notebook_of(rel: str, path: Path) -> str:
 
 def context_of(plan: Plan) -> JobContext:
     spec = plan.spec
-    legacy = str(spec.environment.get("TF_USE_LEGACY_KERAS", "")).strip().lower() in ("1", "true", "yes")
+    legacy = (spec.tensorflow.keras == 2
+              or str(spec.environment.get("TF_USE_LEGACY_KERAS", "")).strip().lower() in ("1", "true", "yes"))
     version = plan.framework_version
     keras3 = None if not version else (version_tuple(version) >= (2, 16) and not legacy)
     processes = plan.nodes * (plan.processes_per_host if plan.strategy in rules.MPI_STRATEGIES else 1)

@@ -85,6 +85,10 @@ class TensorFlowSpec(_Model):
         "AWS still patches (README \"TensorFlow versions and images\")")
     python: checked("a Python tag", patterns.PYTHON_TAG, "such as py310 or py312") | None = Field(
         None, description="py310, py312, ...; inferred from version when omitted")
+    keras: Literal[2, 3] | None = Field(
+        None, description="the Keras the code runs on: 2 runs a script written for Keras 2 as written on a 2.16+ "
+        "image (tf_keras under TF_USE_LEGACY_KERAS=1, tf-keras matched to the image's TensorFlow added to the "
+        "job's requirements); default: the image's own (Keras 3 from TensorFlow 2.16, Keras 2 before)")
     image_uri: checked("an image reference", patterns.IMAGE_URI, "write registry/repository[:tag][@sha256:digest], "
                        "such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-image:1.0") | None = Field(
         None, description="a training image URI to use instead of SageMaker's")

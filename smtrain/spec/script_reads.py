@@ -1,5 +1,6 @@
 """What a script imports and reads that decides the job it needs, read with ast (never run): Horovod (an
-MPI job, not wrapped) and TF_CONFIG (which only a multi-worker job's container sets).
+MPI job, not wrapped), TF_CONFIG (which only a multi-worker job's container sets), and the Keras 2 calls
+that Keras 3 refuses (a job for Keras 2, tensorflow.keras: 2).
 
 `smtrain init` writes a spec to match; the preflight scan refuses a spec that does not match.
 """
@@ -7,6 +8,7 @@ MPI job, not wrapped) and TF_CONFIG (which only a multi-worker job's container s
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from smtrain.spec.python_file import parents_of, walk
@@ -19,6 +21,32 @@ _ENV_GETS = frozenset({"get", "getenv"})
 class ScriptReads:
     horovod_line: int | None = None  # the first import of horovod
     tf_config_line: int | None = None  # the first read of TF_CONFIG that fails when it is not set
+    keras2: tuple[int, str] | None = None  # the first call only Keras 2 takes: (line, what it is)
+
+
+# Calls Keras 3 refuses and Keras 2 took, in a form that names Keras 2 for certain (the preflight's keras
+# rules, smtrain.preflight.keras_rules, say more, with the job's TensorFlow version): `init` proposes
+# tensorflow.keras: 2 for them.
+_REMOVED = frozenset({"fit_generator", "evaluate_generator", "predict_generator"})
+_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam", "Ftrl"})
+_METRIC_LIKE = re.compile(r"(?i)metric|loss|acc|auc|precision|recall|mean")
+
+
+def _keras2_call(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr == "legacy" and isinstance(node.value, ast.Attribute) and (
+            node.value.attr == "optimizers"):
+        return "keras.optimizers.legacy"
+    if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id
+    if name in _REMOVED and isinstance(func, ast.Attribute):
+        return f"model.{name}()"
+    if name == "reset_states" and isinstance(func, ast.Attribute) and _METRIC_LIKE.search(ast.unparse(func.value)):
+        return f"{ast.unparse(func.value)}.reset_states()"
+    if name in _OPTIMIZERS and any(k.arg == "lr" for k in node.keywords):
+        return f"{name}(lr=...)"
+    return None
 
 
 def _is_environ(node: ast.AST) -> bool:
@@ -97,9 +125,13 @@ def conditional(node: ast.AST, parent_of: dict[ast.AST, ast.AST], _seen: frozens
 
 def script_reads(tree: ast.AST) -> ScriptReads:
     """What the script surely does: an import or a read under a condition or a handled try is left out."""
-    horovod, tf_config = [], []
+    horovod, tf_config, keras2 = [], [], []
     parent_of = parents_of(tree)
     for node in walk(tree):
+        keras2_form = _keras2_call(node)
+        if keras2_form:
+            keras2.append((getattr(node, "lineno", 1), keras2_form))
+            continue
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "horovod" for a in node.names):
             found = horovod
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level and (
@@ -111,4 +143,4 @@ def script_reads(tree: ast.AST) -> ScriptReads:
             continue
         if not conditional(node, parent_of):
             found.append(getattr(node, "lineno", 1))
-    return ScriptReads(min(horovod, default=None), min(tf_config, default=None))
+    return ScriptReads(min(horovod, default=None), min(tf_config, default=None), min(keras2, default=None))

@@ -206,6 +206,7 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
         _line(f"region: {region}", "where the job runs (else AWS_REGION / ~/.aws/config)"),
         "tensorflow:",
         _line(f"  version: {_scalar(tf_version)}", version_note),
+        *_keras_lines(facts, tf_version),
         _line("compute:", "smtrain picks the cheapest instance that fits: `smtrain instances`"),
         _line(f"  gpu: {gpu}", "GPU model: T4, A10G, L4, L40S, V100, A100, H100, ..."),
         _line("  gpus_per_node: 1", "more GPUs on one node: one Horovod process each" if facts.horovod else
@@ -247,6 +248,16 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
                      "replace: where the model, output and code go (s3://, or a local directory)"))
     out += _hyperparameter_lines(hps, facts)
     return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def _keras_lines(facts: ScriptFacts, tf_version: str) -> list[str]:
+    """`keras: 2` where the code reads as Keras 2 and the image's tf.keras is Keras 3 (TensorFlow 2.16+)."""
+    parts = [int(p) for p in tf_version.split(".")[:2] if p.isdigit()]
+    if facts.reads.keras2 is None or tuple(parts) < (2, 16):
+        return []
+    line, form = facts.reads.keras2
+    return [_line("  keras: 2", f"your code reads as Keras 2 ({form}, line {line}): run as written on tf_keras;"),
+            _line("", "without this line, `smtrain validate` names each line Keras 3 refuses")]
 
 
 def _hyperparameter_lines(hps: Hyperparameters, facts: ScriptFacts) -> list[str]:

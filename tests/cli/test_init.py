@@ -6,6 +6,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.cli_runner import smtrain
@@ -132,10 +133,11 @@ def test_init_gives_a_script_reading_tf_config_two_nodes_and_validate_refuses_on
 
 def test_init_says_why_a_spec_cannot_run_the_script(tmp_path: Path) -> None:
     script = script_in(tmp_path)
-    script.write_text(SCRIPT + "opt = tf.keras.optimizers.Adam(lr=0.01)\n")
+    # (a Keras 2 call that init reads as Keras 2 gets tensorflow.keras: 2 instead: the test above)
+    script.write_text(SCRIPT + "model = tf.keras.Sequential()\nmodel.save(\"export\")\n")
     proc = smtrain("init", str(script))
     assert proc.returncode == 2 and "valid" not in proc.stdout
-    assert "train.py:12: error: Keras 3 (TensorFlow " in proc.stderr and "refuses Adam(lr=...)" in proc.stderr
+    assert "train.py:13: error: Keras 3 (TensorFlow " in proc.stderr and "refuses a path without" in proc.stderr
     assert "digits/job.yaml cannot run" in proc.stderr or "job.yaml cannot run" in proc.stderr
     assert (script.parent / "job.yaml").is_file()  # written whole: the user fixes the script, then validates
 
@@ -179,3 +181,33 @@ def test_init_example_writes_a_tested_config_and_its_code_where_its_paths_work(t
     demo = smtrain("init", "--example", "local-demo", cwd=tmp_path)
     assert demo.returncode == 0, demo.stderr
     assert (tmp_path / "configs" / "local-demo.ipynb").read_bytes() == (ROOT / "configs" / "local-demo.ipynb").read_bytes()
+
+
+# Keras 2 forms that Keras 3 refuses, one a file: init proposes tensorflow.keras: 2 with the line it read.
+@pytest.mark.parametrize("code, form", [
+    ("opt = tf.keras.optimizers.Adam(lr=0.01)\n", "Adam(lr=...)"),
+    ("train_loss = tf.keras.metrics.Mean()\ntrain_loss.reset_states()\n", "train_loss.reset_states()"),
+    ("opt = tf.keras.optimizers.legacy.SGD()\n", "keras.optimizers.legacy"),
+    ("model = tf.keras.Sequential()\nmodel.fit_generator(iter([]))\n", "model.fit_generator()"),
+])
+def test_init_proposes_keras_2_for_code_that_reads_as_keras_2(tmp_path: Path, code: str, form: str) -> None:
+    script = script_in(tmp_path)
+    script.write_text(SCRIPT + code)
+    proc = smtrain("init", str(script), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = (script.parent / "job.yaml").read_text()
+    line = len(SCRIPT.splitlines()) + len(code.splitlines())
+    assert yaml.safe_load(text)["tensorflow"]["keras"] == 2
+    assert f"your code reads as Keras 2 ({form}, line {line}): run as written on tf_keras" in text
+    assert "error" not in proc.stderr  # validate accepts the script as written under Keras 2
+
+
+def test_init_leaves_keras_alone_for_keras_3_code_and_for_a_keras_2_image(tmp_path: Path) -> None:
+    script = script_in(tmp_path)
+    script.write_text(SCRIPT + "m = tf.keras.metrics.Mean()\nm.reset_state()\nstate.reset_states()\n")
+    assert smtrain("init", str(script), cwd=tmp_path).returncode == 0
+    assert "keras" not in yaml.safe_load((script.parent / "job.yaml").read_text())["tensorflow"]
+    horovod = script_in(tmp_path, "hvd")  # a Horovod script gets TensorFlow 2.12, whose tf.keras is Keras 2
+    horovod.write_text(HOROVOD_SCRIPT + "opt = tf.keras.optimizers.Adam(lr=0.01)\n")
+    assert smtrain("init", str(horovod), cwd=tmp_path).returncode == 0
+    assert "keras" not in yaml.safe_load((horovod.parent / "job.yaml").read_text())["tensorflow"]

@@ -153,7 +153,8 @@ def test_a_spec_without_a_version_gets_the_default(tmp_path):
     assert plan.image_uri == image_uri(load_table().find("2.21"), "us-east-1")
     assert plan.summary()["tensorflow"] == {
         "version": "2.21", "python": "py312", "image_uri": plan.image_uri, "image_source": "smtrain table",
-        "version_defaulted": True, "cuda": "12.9.1", "end_of_patch": "2027-07-10", "patched": True}
+        "version_defaulted": True, "cuda": "12.9.1", "end_of_patch": "2027-07-10", "patched": True,
+        "keras": {"major": 3, "through": "tf.keras", "requirement": None}}
     assert plan.warnings == []
     # An empty tensorflow: section is the same as none.
     assert plan_for(tmp_path, {**G5, "tensorflow": {}}).framework_version == "2.21"

@@ -471,8 +471,16 @@ def test_an_optimizer_given_lr_under_keras_3(tmp_path: Path) -> None:
     found = findings(tmp_path, script)
     assert [(f.line, f.rule, f.severity) for f in found] == [(3, "keras3-lr", "error"), (4, "keras3-lr", "error"),
                                                              (8, "keras3-lr", "warning")]
-    assert "refuses Adam(lr=...)" in found[0].message and found[0].fix == "write Adam(learning_rate=...)"
-    assert findings(tmp_path / "k2", script, KERAS2) == []  # Keras 2 took lr (deprecated)
+    assert "refuses Adam(lr=...)" in found[0].message and found[0].fix.startswith("write Adam(learning_rate=...), ")
+    assert "tensorflow: {keras: 2}" in found[0].fix
+    # Keras 2.11+ (2.13 here, and tf_keras) take lr and drop it: the optimizer keeps its default rate.
+    ignored = findings(tmp_path / "k2", script, KERAS2)
+    assert [(f.line, f.rule, f.severity) for f in ignored] == [(3, "keras2-lr-ignored", "warning"),
+                                                               (4, "keras2-lr-ignored", "warning")]
+    assert "(also line 8)" in ignored[1].message  # the same call again: one finding
+    assert "ignore Adam(lr=...): the optimizer trains at its default rate" in ignored[0].message
+    old = JobContext(nodes=1, gpus=1, strategy="none", keras3=False, framework_version="2.10")
+    assert findings(tmp_path / "k210", script, old) == []  # Keras 2.10 took lr (deprecated)
 
 
 def test_keras_3_save_without_an_extension(tmp_path: Path) -> None:
@@ -687,7 +695,7 @@ def test_keras_2_calls_that_keras_3_removed_are_errors_at_their_lines(tmp_path: 
     assert reset.message.startswith("if this line runs: Keras 3 (TensorFlow 2.19) metrics have no reset_states(): "
                                      "AttributeError (it is reset_state())")
     assert "(also line 10)" in reset.message and "line 11" not in reset.message
-    assert reset.fix.startswith("write train_loss.reset_state(), or run the script with Keras 2")
+    assert reset.fix == "write train_loss.reset_state(), or run the script as written with Keras 2: tensorflow: {keras: 2}"
     # Keras 2 (TF 2.15, or tf_keras under TF_USE_LEGACY_KERAS) takes them all.
     keras2 = JobContext(nodes=1, gpus=1, strategy="none", keras3=False, framework_version="2.15")
     assert not [f for f in findings(tmp_path / "k2", KERAS2_SCRIPT, keras2) if f.rule.startswith("keras3-")]
