@@ -326,13 +326,14 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
                 mine = read_run(work / "planned")
             except CannotCheck as exc:
                 raise CannotCheckError(str(exc)) from None
+            scaling = _spec_scaling(found.plan)
             if mine is None:
                 verdict = failed(info.failure_reason or "it wrote no record of its steps")
             elif info.status != "Completed" and _program(found.plan) == "wrapped":  # it went on past its steps
                 verdict = failed_after_training(info.failure_reason or f"the run ended {info.status}",
-                                                compare(reference, mine))
+                                                compare(reference, mine, scaling))
             else:
-                verdict = compare(reference, mine)
+                verdict = compare(reference, mine, scaling)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -386,3 +387,12 @@ def _program(found_plan: Any) -> str:
     from smtrain.plan import program
 
     return program.kind(found_plan.spec)
+
+
+def _spec_scaling(found_plan: Any) -> str | None:
+    """training.lr_scaling where the spec scales this program's rate: the bundled entrypoint always, a wrapped
+    script when the spec sets it (smtrain.plan.program), an own script never."""
+    training, kind = found_plan.spec.training, _program(found_plan)
+    if kind == "bundled" or (kind == "wrapped" and "lr_scaling" in training.model_fields_set):
+        return None if training.lr_scaling == "none" else training.lr_scaling
+    return None

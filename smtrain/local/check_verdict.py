@@ -7,7 +7,8 @@ the same numbers are added in another order. The tolerances below are set for th
 differences they allow are orders of magnitude above what rounding gives over a few dozen steps
 (typically 1e-7 to 1e-5) and orders below what any of the mistakes below gives (1e-3 and more).
 
-Causes, in the order they are looked for (the first found explains the parting):
+Causes, in the order they are looked for; every one found is reported, in this order (the data only where the
+batches match, the layers only where the same examples still part):
     global_batch   the steps train on another number of examples than one device with the planned batch
     data           the workers' examples are not one device's: some taken twice, some never (counted)
     learning_rate  the rate differs from the planned one (scaled twice, or not at all)
@@ -179,19 +180,33 @@ def _data_cause(one: RunRecord, planned: RunRecord, steps: int) -> Cause | None:
     return Cause("data", says, fix, counts)
 
 
-def _rate_cause(one: RunRecord, planned: RunRecord) -> Cause | None:
+def _rate_cause(one: RunRecord, planned: RunRecord, spec_scaling: str | None) -> Cause | None:
+    """The rates differ. The reference stands for the planned replicas, so the spec's scaling (training.lr_scaling,
+    `spec_scaling`; None where the spec scales nothing for this program) gives it the planned rate too: what is
+    left is the script's own doing, and the fix says who scales what."""
     mine, theirs = planned.steps[0].learning_rate, one.steps[0].learning_rate
     if mine is None or theirs is None or relative(mine, theirs) <= RATE_TOLERANCE:
         return None
     ratio = mine / theirs if theirs else math.inf
     says = (f"learning rate: the planned run trains at {mine:g}, one device with the planned batch at {theirs:g} "
             f"({ratio:g}x)")
-    if ratio > 1:
-        fix = ("the rate is scaled for the replicas twice: once by the script (a rate times num_replicas_in_sync, or "
-               "smtrain_tf.scaled_learning_rate) and once by training.lr_scaling; keep one of them")
+    by_script = ("the script scales the rate with the replicas itself (a rate times num_replicas_in_sync, or "
+                 "smtrain_tf.scaled_learning_rate)")
+    if ratio > 1 and spec_scaling:
+        fix = (f"the rate is scaled for the replicas twice: by the spec (training.lr_scaling: {spec_scaling}) and by "
+               f"the script ({by_script[len('the script '):]}); keep one of them")
+    elif ratio > 1:
+        fix = (f"{by_script}, and the spec scales nothing (training.lr_scaling is not set): the planned run trains "
+               "at a higher rate than one device on the same batches. If that is the rule you want (linear scaling "
+               "for the larger global batch), it is expected, and it is all the check finds here; to compare the "
+               "rest, scale in one place: set training.lr_scaling and leave the script's rate as one device's")
+    elif spec_scaling:
+        fix = (f"the rate is not scaled as the plan says: the spec scales it (training.lr_scaling: {spec_scaling}) "
+               "and the planned run trains at less, so the script sets its own rate after smtrain's or undoes it: "
+               "keep one of them")
     else:
-        fix = ("the rate is not scaled as the plan says: set training.lr_scaling (linear or sqrt) or scale it in the "
-               "script, not both")
+        fix = ("the rate is not scaled as the plan says: the script's rate falls with the replicas and the spec "
+               "scales nothing; set training.lr_scaling (linear or sqrt) or scale it in the script, not both")
     return Cause("learning_rate", says, fix, {"planned_run": mine, "one_device": theirs, "ratio": ratio})
 
 
@@ -267,8 +282,12 @@ def _weights_difference(rows: tuple[dict[str, Any], ...]) -> dict[str, Any] | No
     return {"relative": difference / norm if norm > 0 else difference, "name": worst["name"]}
 
 
-def compare(one: RunRecord, planned: RunRecord) -> Verdict:
-    """The verdict on two runs' records (the reference's and the planned run's)."""
+def compare(one: RunRecord, planned: RunRecord, spec_scaling: str | None = None) -> Verdict:
+    """The verdict on two runs' records (the reference's and the planned run's), with every cause found, the
+    most certain first: the batch, the data, the rate (each measured), then the layers that act per replica
+    (read from the model, and only where the same examples at the same rate still part). The data is compared
+    only between steps of the same size: with another batch, every step's examples differ by that alone.
+    `spec_scaling`: training.lr_scaling where the spec scales this program's rate (for the rate's fix)."""
     steps = min(len(one.steps), len(planned.steps))
     per_step = _per_step(one, planned, steps)
     worst = max(per_step, key=lambda row: row["relative"]) if per_step else {"relative": 0.0, "step": 0}
@@ -276,18 +295,15 @@ def compare(one: RunRecord, planned: RunRecord) -> Verdict:
     parting = _first_parting(one, planned, steps)
     weights_part = weights is not None and weights["relative"] > WEIGHTS_TOLERANCE
     causes: list[Cause] = []
-    batch = _batch_cause(one, planned) if steps else None
-    if batch is not None:
-        causes.append(batch)
-    else:
-        for found in (_data_cause(one, planned, steps) if steps else None,
-                      _rate_cause(one, planned) if steps else None):
-            if found is not None:
-                causes.append(found)
-        if not causes and (parting is not None or weights_part):
+    if steps:
+        batch = _batch_cause(one, planned)
+        data = None if batch is not None else _data_cause(one, planned, steps)
+        rate = _rate_cause(one, planned, spec_scaling)
+        causes += [found for found in (batch, data, rate) if found is not None]
+        if batch is None and data is None and (parting is not None or weights_part):
             at = parting if parting is not None else steps - 1
             same_inference = relative(planned.steps[at].inference_loss, one.steps[at].inference_loss) <= LOSS_TOLERANCE
-            if same_inference:  # the same weights and examples: only what trains differently per replica is left
+            if same_inference:  # the same weights and examples: what trains differently per replica is left
                 causes.extend(_layer_causes(planned))
     equivalent = not causes and parting is None and not weights_part
     if not equivalent and not causes:

@@ -173,12 +173,17 @@ def test_a_rate_scaled_by_the_script_on_top_of_lr_scaling(digits: Path, tmp_path
     assert "scaled for the replicas twice" in causes["learning_rate"]["fix"]
 
 
-def test_a_per_replica_batch_given_as_global(digits: Path, tmp_path: Path) -> None:
-    result = smtrain.check(_wrapped(tmp_path, digits, per_replica_batch=1), steps=3)
-    cause = _cause(result)
-    assert cause["kind"] == "global_batch" and cause["counts"] == {"planned_run": 32, "one_device": 64}
-    assert "(16 per replica, 2 replicas)" in cause["says"]
-    assert "num_replicas_in_sync" in cause["fix"] and "code.wrap_batch: global" in cause["fix"]
+def test_a_dataset_batched_by_the_script_with_an_unseeded_shuffle_is_the_data_cause_alone(digits: Path,
+                                                                                         tmp_path: Path) -> None:
+    """The script batches its dataset with 32 (one replica's number, no num_replicas_in_sync) and shuffles it
+    without a seed. The wrap leaves a dataset the script batched as it is, so 32 is the job's global batch, and
+    the one device trains on the same batches of 32: the batch is no cause, and the workers' overlapping data,
+    the real fault, is named, alone."""
+    result = smtrain.check(_wrapped(tmp_path, digits, per_replica_batch=1, shuffle_seed=-1), steps=4)
+    data = result.to_dict()
+    assert data["one_device"]["global_batch"] == 32
+    assert [c["kind"] for c in data["causes"]] == ["data"], data["causes"]
+    assert data["causes"][0]["counts"]["taken_again"] > 0 and "seed" in data["causes"][0]["fix"]
 
 
 def test_dropout_with_one_seed_on_every_replica_and_the_rest_checked_without_it(digits: Path,

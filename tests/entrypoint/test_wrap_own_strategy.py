@@ -182,7 +182,9 @@ def test_a_dataset_batched_with_a_global_batch_gets_no_advice_to_multiply_it(mon
     said: list[str] = []
     ctx = _context("per_replica", said)
     batched_data_warning(ctx, "train.py:7", "a tf.data.Dataset")
-    assert "multiply the script's batch size by 2" in said[-1]
+    # The number may be one replica's or already global (a per-worker batch times the workers): both are said.
+    assert said[-1].endswith("split over 2 replicas (if the script's batch size is one replica's, multiply it by "
+                             "strategy.num_replicas_in_sync; if it is already the whole job's, nothing to do)")
     monkeypatch.setattr(tf.data.Dataset, "batch", tf.data.Dataset.batch)  # put back after the test
     monkeypatch.setattr(own_strategy._State, "scaled_dataset_batch", False)
     own_strategy._mark_dataset_batch()

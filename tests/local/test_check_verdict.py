@@ -203,13 +203,35 @@ def test_the_same_examples_in_another_order() -> None:
 
 def test_a_rate_scaled_twice() -> None:
     reference = _reference(rate=0.002)
-    verdict = compare(reference, _split(reference, rate=0.004, losses=[s.loss * 0.99 for s in reference.steps]))
+    verdict = compare(reference, _split(reference, rate=0.004, losses=[s.loss * 0.99 for s in reference.steps]),
+                      "linear")
     cause = _only(verdict)
     assert cause.kind == "learning_rate"
     assert cause.counts == {"planned_run": 0.004, "one_device": 0.002, "ratio": 2.0}
     assert cause.says == "learning rate: the planned run trains at 0.004, one device with the planned batch at 0.002 (2x)"
-    assert "scaled for the replicas twice" in cause.fix and "training.lr_scaling" in cause.fix
+    assert cause.fix.startswith("the rate is scaled for the replicas twice: by the spec (training.lr_scaling: linear) "
+                                "and by the script (scales the rate with the replicas itself")
     assert verdict.first_step == 1
+
+
+def test_a_rate_scaled_by_the_script_alone_is_not_called_scaled_twice() -> None:
+    reference = _reference(rate=0.002)
+    cause = _only(compare(reference, _split(reference, rate=0.004, losses=[s.loss * 0.99 for s in reference.steps])))
+    assert "twice" not in cause.fix
+    assert cause.fix.startswith("the script scales the rate with the replicas itself")
+    assert "the spec scales nothing (training.lr_scaling is not set)" in cause.fix
+
+
+def test_every_cause_found_is_reported_most_certain_first() -> None:
+    reference = _reference(batch=64)
+    smaller = _run([_step([e[:16], e[16:32]], loss=s.loss * 1.01, rate=0.004) for s in reference.steps
+                    for e in [s.replicas[0]]], 2)
+    verdict = compare(reference, smaller, "linear")
+    assert [c.kind for c in verdict.causes] == ["global_batch", "learning_rate"]  # no data cause on other batches
+    reference = _reference(batch=8)
+    overlapping = _run([_step([_fingerprints(i, 4), _fingerprints(i, 4)], loss=s.loss * 1.01, rate=0.004)
+                        for i, s in enumerate(reference.steps)], 2)
+    assert [c.kind for c in compare(reference, overlapping).causes] == ["data", "learning_rate"]
 
 
 def test_a_rate_not_scaled() -> None:
@@ -217,7 +239,7 @@ def test_a_rate_not_scaled() -> None:
     cause = _only(compare(reference, _split(reference, rate=0.001)))
     assert cause.kind == "learning_rate" and cause.counts["ratio"] == 0.5
     assert "(0.5x)" in cause.says
-    assert "not scaled as the plan says" in cause.fix and "scaled for the replicas twice" not in cause.fix
+    assert "not scaled as the plan says" in cause.fix and "twice" not in cause.fix
 
 
 def test_a_rate_within_rounding_or_unknown_is_no_cause() -> None:

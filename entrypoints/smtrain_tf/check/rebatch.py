@@ -13,8 +13,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..contract.errors import ConfigurationError
-
 
 def first_batch_size(dataset: Any) -> int:
     first = next(iter(dataset.take(1)))
@@ -24,13 +22,14 @@ def first_batch_size(dataset: Any) -> int:
 def as_planned(dataset: Any, size: int, times: int) -> Any:
     """`dataset`'s batches of `size` taken `times` at a time (`times` > 1)."""
     batches = int(dataset.cardinality())
-    if batches < 0:
-        # An endless stream (repeat after batch) would pack batches across its epochs here, not there.
-        raise ConfigurationError("smtrain check: the script's dataset is batched before an endless repeat(), so its "
-                                 "batches cannot be made the planned global ones on one device: repeat() before "
-                                 "batch(), or let smtrain batch it (batch_size_per_replica)")
     fixed = tf.nest.flatten(dataset.element_spec)[0].shape[:1].is_fully_defined()
     rebatched = dataset.unbatch().batch(size * times, drop_remainder=fixed)
+    if batches < 0:
+        # Endless (repeat(), whose epochs run on into each other) or of a length TensorFlow does not know
+        # (filter()): packed as it comes. With every batch full, as `shuffle().repeat().batch()` makes them,
+        # that is the planned run's batches; a partial batch inside the stream (batch() before repeat())
+        # shifts the packing after it, which the step records then show.
+        return rebatched
     # All batches but the script's last are full: its examples make exactly this many batches here.
     count = batches // times if fixed else math.ceil(batches / times)
     return rebatched.apply(tf.data.experimental.assert_cardinality(count))

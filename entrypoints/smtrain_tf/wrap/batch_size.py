@@ -23,9 +23,12 @@ def batched_data_warning(ctx: WrapContext, location: str, what: str) -> None:
                      f"multiplied by num_replicas_in_sync): each batch is split over {plural(ctx.replicas, 'replica')}")
         return
     if ctx.replicas > 1:
-        ctx.say_once(f"wrap: warning: {location}: fit gets {what}, which the script batches itself; the wrap leaves "
-                     f"it as it is, so each of its batches is the global batch, split over {ctx.replicas} replicas "
-                     f"(multiply the script's batch size by {ctx.replicas} to keep each replica's work)")
+        # The number may already be global (a per-worker batch times the workers read from TF_CONFIG, as
+        # TensorFlow's multi-worker tutorial writes it): the wrap cannot tell, so it says both.
+        ctx.say_once(f"wrap: {location}: fit gets {what}, which the script batches itself; the wrap leaves it as it "
+                     f"is, so each of its batches is the global batch, split over {ctx.replicas} replicas (if the "
+                     f"script's batch size is one replica's, multiply it by strategy.num_replicas_in_sync; if it is "
+                     "already the whole job's, nothing to do)")
 
 
 def per_replica_batch(ctx: WrapContext, given: Dict[str, Any]) -> int:
@@ -72,16 +75,16 @@ def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tup
 
 def as_planned_batches(ctx: WrapContext, dataset: Any) -> Any:
     """During a check, a dataset the script batches (check/rebatch.py); in the one-device run, its batches made
-    the planned run's: a batch the script multiplied by num_replicas_in_sync (1 on one device), or one the
-    settings read as one replica's, becomes that times the replicas the device stands for; one read as global
-    stays as it is."""
+    the planned run's. The wrap leaves such a dataset as the script batched it, so the one device trains on the
+    same batches: only a batch the script multiplied by num_replicas_in_sync (1 on one device, N in the planned
+    run) becomes that times the replicas the device stands for."""
     if check_settings.read() is None:
         return dataset
     from ..check import rebatch
 
     size = rebatch.first_batch_size(dataset)  # in both runs: their shuffles stay in step
     times = ctx.planned_replicas // max(ctx.replicas, 1)
-    if times <= 1 or (ctx.settings.batch == GLOBAL and not own_strategy.dataset_batch_scaled()):
+    if times <= 1 or not own_strategy.dataset_batch_scaled():
         return dataset
     ctx.say_once(f"check: the script's batches of {size} taken {times} at a time: one device standing for "
                  f"{plural(ctx.planned_replicas, 'replica')}")
