@@ -208,3 +208,39 @@ def removed_api_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[H
             yield _hit(node, parent_of, "keras3-reset-states",
                        f"{version} metrics have no reset_states(): AttributeError (it is reset_state())",
                        f"write {ast.unparse(node.func.value)}.reset_state(), {keep}")
+
+
+_MODEL_BASES = ("keras.Model", "keras.models.Model")
+
+
+def model_without_call_hits(tree: ast.AST, names: Names, job: JobContext) -> Iterator[Hit]:
+    """A Model subclass with no call() of its own, as Keras 2 scripts wrote a model trained by its own
+    train_step (the keras.io VAE before Keras 3). Keras 3 fits it (train_step never calls the model), but
+    calling it, predict(), evaluate() without a test_step of its own, and a save that traces it raise
+    NotImplementedError ("does not have a `call()` method implemented"): a warning, as the script may not
+    reach any of them."""
+    if not applies(tree, names, job):
+        return
+    classes = {node.name: node for node in walk(tree) if isinstance(node, ast.ClassDef)}
+
+    def defines_call(cls: ast.ClassDef, depth: int = 0) -> bool:
+        if any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "call" for item in cls.body):
+            return True
+        bases = [classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes]
+        return depth < 10 and any(defines_call(base, depth + 1) for base in bases)
+
+    def is_model(cls: ast.ClassDef, depth: int = 0) -> bool:
+        for base in cls.bases:
+            if (names.qualified(base) or "") in _MODEL_BASES:
+                return True
+            if depth < 10 and isinstance(base, ast.Name) and base.id in classes and is_model(classes[base.id], depth + 1):
+                return True
+        return False
+
+    for cls in classes.values():
+        if is_model(cls) and not defines_call(cls):
+            yield Hit(cls.lineno, "keras3-model-without-call",
+                      f"Keras 3 (TensorFlow {job.framework_version}): {cls.name} subclasses Model without a call() "
+                      "method: fit() runs its train_step, but calling the model, predict(), evaluate() without a "
+                      "test_step of its own, and saving it raise NotImplementedError",
+                      f"define {cls.name}.call(inputs) (the forward pass), {KEEP_KERAS_2}", WARNING)

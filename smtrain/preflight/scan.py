@@ -320,6 +320,7 @@ def _rule_hits(tree: ast.Module, runs: bool, job: JobContext, model_dir: str | N
     if runs:
         for rule in (rules.strategy_hits, rules.fit_hits, io_rules.path_hits,
                      io_rules.save_hits, keras_rules.lr_hits, keras_rules.save_format_hits, keras_rules.removed_api_hits,
+                     keras_rules.model_without_call_hits,
                      rules.wrap_strategy_hits, rules.job_shape_hits):
             found += rule(tree, names, job)
         found += rules.cuda_hits(tree, names)

@@ -11,6 +11,7 @@ import pytest
 from smtrain.bundle.build import plan_bundle
 from smtrain.plan.build import build_plan
 from smtrain.plan.catalog_files import load_catalog
+from smtrain.preflight.keras_rules import KEEP_KERAS_2
 from smtrain.preflight.rules import JobContext
 from smtrain.preflight.scan import Finding, context_of, scan, scan_files, stand_ins
 from smtrain.spec.model import load_spec
@@ -701,3 +702,44 @@ def test_keras_2_calls_that_keras_3_removed_are_errors_at_their_lines(tmp_path: 
     assert not [f for f in findings(tmp_path / "k2", KERAS2_SCRIPT, keras2) if f.rule.startswith("keras3-")]
     legacy = "import os\nos.environ[\"TF_USE_LEGACY_KERAS\"] = \"1\"\n" + KERAS2_SCRIPT
     assert not [f for f in findings(tmp_path / "legacy", legacy) if f.rule.startswith("keras3-")]
+
+
+MODEL_WITHOUT_CALL = """\
+import tensorflow as tf
+from tensorflow import keras
+
+
+class VAE(keras.Model):
+    def __init__(self, encoder, decoder):
+        super().__init__()
+        self.encoder, self.decoder = encoder, decoder
+
+    def train_step(self, data):
+        return {"loss": 0.0}
+
+
+class Classifier(tf.keras.Model):
+    def call(self, inputs):
+        return inputs
+
+
+class Tuned(Classifier):
+    pass
+
+
+class Bigger(VAE):
+    pass
+
+
+class NotAModel:
+    pass
+"""
+
+
+def test_a_model_subclass_without_call_is_a_warning_at_its_class(tmp_path: Path) -> None:
+    found = findings(tmp_path, MODEL_WITHOUT_CALL)
+    assert [(f.line, f.rule, f.severity) for f in found] == [(5, "keras3-model-without-call", "warning"),
+                                                             (23, "keras3-model-without-call", "warning")]
+    assert "VAE subclasses Model without a call() method" in found[0].message
+    assert found[0].fix == "define VAE.call(inputs) (the forward pass), " + KEEP_KERAS_2
+    assert findings(tmp_path / "k2", MODEL_WITHOUT_CALL, KERAS2) == []  # Keras 2 never asked for call() to fit
