@@ -17,6 +17,8 @@
                      GA and end-of-patch dates, sources) and their URIs (fully qualified tags)
     tf_image_choice.py  which image a spec gets: version (default: the newest patched), Python, the URI smtrain
                      renders and its source (spec | sdk | smtrain table), the problems, the end-of-patch warning
+    keras_choice.py  which Keras the code runs on (tensorflow.keras): the image's own, or Keras 2 through tf_keras
+                     on a 2.16+ image, with the tf-keras requirement matched to the image's TensorFlow
     program.py       the program a job runs (bundled, own script, wrapped) and what reaches it: its
                      hyperparameters, smtrain's SMTRAIN_* variables, warnings for training fields it never gets
     launch.py        per-host launch preview: TF_CONFIG and the mpirun line as the toolkits build them
