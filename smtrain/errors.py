@@ -9,6 +9,9 @@ code. Every one is a UserError, so `except smtrain.UserError` catches them all:
     AwsError         an AWS API, credential or network error as one actionable line, exit 4
     PreflightError   the code would fail at these lines for certain (or --strict and any finding), exit 2
     WaitTimeout      a wait ran out; the job keeps running, exit 124
+
+And one that is no UserError: Terminated, SIGTERM turned into an interrupt (a KeyboardInterrupt), so that what
+cleans up after Ctrl-C cleans up after it too; the CLI says "interrupted" and exits 143.
 """
 
 from __future__ import annotations
@@ -73,3 +76,12 @@ class WaitTimeout(UserError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.job, self.timeout)
+
+
+class Terminated(KeyboardInterrupt):
+    """smtrain received SIGTERM (a CI runner cancelling a step, `kill`): handled everywhere as Ctrl-C is."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler: the signal becomes Terminated where the main thread is."""
+    raise Terminated()

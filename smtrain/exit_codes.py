@@ -9,4 +9,5 @@ QUOTA = 5  # the job would not fit the account's Service Quotas (smtrain's check
 INTERNAL = 70  # a bug in smtrain (EX_SOFTWARE); --debug shows the traceback
 TIMEOUT = 124  # `wait --timeout` ran out (as timeout(1) does)
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+TERMINATED = 143  # SIGTERM (128 + 15): handled as Ctrl-C is (a CI runner cancelling the step)
 OUTPUT_CLOSED = 141  # the reader of stdout went away (`| head`): 128 + SIGPIPE, as a shell reports it

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from smtrain.cli.guard import guard
 from smtrain.cli.metrics_command import metrics
 from smtrain.cli.options import output_option, region_option, set_option, spec_argument, strict_option, timeout_option
 from smtrain.cli.tune_command import tune
-from smtrain.errors import UserError
+from smtrain.errors import UserError, raise_terminated
 from smtrain.jobs import JOB_STATUSES, exit_code_for
 from smtrain.redact import mask_text
 from smtrain.spec.units import parse_since, parse_size
@@ -39,8 +41,12 @@ def main(debug: bool, catalog: Path | None, prices: Path | None, early_overrides
     Exit codes: 0 ok/Completed, 1 Failed, 2 invalid spec or usage, 3 Stopped,
     4 AWS/API error or unknown job, 5 the job does not fit the account's quota (nothing sent),
     70 internal error (a bug: rerun with --debug),
-    124 wait timed out, 130 interrupted, 141 stdout closed by its reader.
+    124 wait timed out, 130 interrupted, 141 stdout closed by its reader, 143 SIGTERM.
     """
+    # SIGTERM is an interrupt, as Ctrl-C is: what cleans up after one cleans up after the other
+    # (smtrain.errors.Terminated; the guard says "interrupted" and exits 143).
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, raise_terminated)
 
 
 @main.command()

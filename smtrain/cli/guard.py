@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from smtrain import exit_codes
-from smtrain.errors import PreflightError, UserError
+from smtrain.errors import PreflightError, Terminated, UserError
 from smtrain.plan.catalog import CatalogError
 from smtrain.redact import mask_text
 from smtrain.spec.problems import SpecError
@@ -49,6 +49,8 @@ def guard(fn: F) -> F:
             _fail(ctx, str(exc), exc.code)
         except UserError as exc:
             _fail(ctx, _traceback(exc) if debug else f"error: {exc}", exc.code)
+        except Terminated:
+            _fail(ctx, "interrupted (SIGTERM)", exit_codes.TERMINATED)
         except KeyboardInterrupt:
             _fail(ctx, "interrupted", exit_codes.INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from smtrain.errors import Terminated
+
 INSTALL_HINT = "pip install 'smtrain[tensorboard]'"
 _SHUTDOWN_SECONDS = 10.0  # how long TensorBoard gets to end after Ctrl-C before it is killed
 
@@ -40,7 +42,9 @@ def run(command: list[str]) -> int:
     process = subprocess.Popen(command)
     try:
         return process.wait()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):  # smtrain alone was signalled (kill, a CI runner): TensorBoard is told
+            process.terminate()
         try:
             process.wait(timeout=_SHUTDOWN_SECONDS)
         except subprocess.TimeoutExpired:

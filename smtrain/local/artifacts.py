@@ -36,14 +36,18 @@ def write_archive(roots: Sequence[Path], target: Path) -> Path:
     files, dirs = _merged(roots)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    with tarfile.open(tmp, "w:gz", dereference=True) as tar:
-        for name in sorted(dirs | set(files)):
-            if name in files:
-                tar.add(files[name], arcname=name, recursive=False)
-            else:
-                info = tarfile.TarInfo(name)
-                info.type = tarfile.DIRTYPE
-                info.mode = 0o755
-                tar.addfile(info)
-    os.replace(tmp, target)
+    try:
+        with tarfile.open(tmp, "w:gz", dereference=True) as tar:
+            for name in sorted(dirs | set(files)):
+                if name in files:
+                    tar.add(files[name], arcname=name, recursive=False)
+                else:
+                    info = tarfile.TarInfo(name)
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o755
+                    tar.addfile(info)
+        os.replace(tmp, target)
+    except BaseException:  # a full disk, a read-only directory, a signal: no partial archive is left
+        tmp.unlink(missing_ok=True)
+        raise
     return target

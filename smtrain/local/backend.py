@@ -26,11 +26,12 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from smtrain import exit_codes
-from smtrain.errors import UserError
+from smtrain.errors import Terminated, UserError
 from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, is_event_file, poll_interval
 from smtrain.local import replica_layout
 from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
@@ -264,6 +265,8 @@ class LocalBackend:
         output.close()
         if outcome.reason == "interrupt":
             raise KeyboardInterrupt
+        if outcome.reason == "terminate":
+            raise Terminated
         return job
 
     def _taken(self, name: str) -> UserError:
@@ -407,6 +410,8 @@ class LocalBackend:
         record = self.store.read(name)
         if outcome.reason == "failure" and outcome.host is not None:
             reason = self._failure_reason(outcome, layouts[outcome.host], Path(record["log_dir"]))
+        elif outcome.reason == "log":
+            reason = outcome.detail
         elif outcome.reason == "max_run":
             reason = (f"MaxRuntimeExceeded: Training job runtime exceeded MaxRuntimeInSeconds provided "
                       f"({record.get('max_run_seconds')}s)")
@@ -418,12 +423,20 @@ class LocalBackend:
             self.store.update(name, **changes)
             artifacts = Path(record["artifacts_dir"])
             ordered = [layouts[h] for h in record["hosts"]]
-            data = write_archive([lay.output_data_dir for lay in ordered], artifacts / "output.tar.gz")
-            changes.update(output_artifacts=str(data))
-            if any(any(lay.model_dir.iterdir()) for lay in ordered if lay.model_dir.is_dir()):
-                # A job that saved nothing has no model (an empty archive would read as one).
-                model = write_archive([lay.model_dir for lay in ordered], artifacts / "model.tar.gz")
-                changes.update(model_artifacts=str(model))
+            target = artifacts / "output.tar.gz"
+            try:
+                data = write_archive([lay.output_data_dir for lay in ordered], target)
+                changes.update(output_artifacts=str(data))
+                if any(any(lay.model_dir.iterdir()) for lay in ordered if lay.model_dir.is_dir()):
+                    # A job that saved nothing has no model (an empty archive would read as one).
+                    target = artifacts / "model.tar.gz"
+                    model = write_archive([lay.model_dir for lay in ordered], target)
+                    changes.update(model_artifacts=str(model))
+            except OSError as exc:
+                # As SageMaker fails a job whose upload fails: the training ran, its archive could not be kept.
+                outcome = replace(outcome, status="Failed", secondary_status="Failed", reason="archive")
+                reason = (f"cannot write {target}: {exc.strerror or exc} (what the hosts saved is still in "
+                          f"{self.store.hosts_dir(name)})")
         changes.update(status=outcome.status, secondary_status=outcome.secondary_status, ended=iso(_utc_now()),
                        # masked whole, then cut: a cut secret would no longer be recognised
                        failure_reason=mask_text(reason)[:FAILURE_REASON_MAX] if reason else None,

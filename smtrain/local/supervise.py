@@ -22,10 +22,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
+from smtrain.errors import Terminated, raise_terminated
 from smtrain.local.lifeline import Lifeline
 from smtrain.local.tf_noise import NoiseFilter, noise_at_the_end
 from smtrain.redact import StreamMasker, mask_text
@@ -84,16 +85,13 @@ class Outcome:
 
     status: str  # Completed | Failed | Stopped
     secondary_status: str
-    reason: str | None = None  # failure | max_run | stop | interrupt
+    reason: str | None = None  # failure | max_run | stop | interrupt | terminate | log (a host's log could not be written)
+    detail: str | None = None  # for `log`: which file and why
     host: str | None = None  # the host whose failure ended the group
     process: str | None = None
     exit_code: int | None = None
     command: list[str] = field(default_factory=list)
     exit_codes: dict[str, int | None] = field(default_factory=dict)
-
-
-class _Terminated(Exception):
-    """smtrain itself received SIGTERM."""
 
 
 def utc_now() -> dt.datetime:
@@ -131,6 +129,7 @@ class Output:
         self._hidden: dict[str, deque[str]] = {}  # per host: the last HIDDEN_SHOWN noise lines held back
         self._hidden_count: dict[str, int] = {}
         self._noise = NoiseFilter()  # follows each host's lines: some noise spans several
+        self.write_error: str | None = None  # the first host log write that failed (Supervisor ends the run)
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def log_file(self, host: str) -> Path:
@@ -139,11 +138,7 @@ class Output:
     def line(self, host: str, message: str) -> None:
         with self._lock:
             message = self._mask(host, message)  # before it is written anywhere: `smtrain logs` reads the file
-            handle = self._files.get(host)
-            if handle is None:
-                handle = self._files[host] = open(self.log_file(host), "a", encoding="utf-8")  # noqa: SIM115
-            handle.write(format_log_line(utc_now(), message))
-            handle.flush()
+            self._log(host, message)
             if not self._verbose:
                 if self._noise(host, message):
                     self._hold_back(host, message)
@@ -155,6 +150,28 @@ class Output:
             # The terminal gets each line as a terminal would have drawn it: behind the [host] prefix a
             # progress bar's carriage returns would otherwise overwrite the prefix itself.
             self._show(f"[{host}] {as_shown(message)}\n")
+
+    def _log(self, host: str, message: str) -> None:
+        """Append to the host's log. A write that fails (a full disk, a file-size limit) is noted once in
+        `write_error`, which the supervisor ends the run on; the reader goes on draining the host's pipe (the
+        lines still reach the terminal), so the host never blocks on a full pipe meanwhile."""
+        if self.write_error is not None:
+            return
+        path = self.log_file(host)
+        try:
+            handle = self._files.get(host)
+            if handle is None:
+                handle = self._files[host] = open(path, "a", encoding="utf-8")  # noqa: SIM115
+            handle.write(format_log_line(utc_now(), message))
+            handle.flush()
+        except OSError as exc:
+            self.write_error = f"cannot write the host log {path}: {exc.strerror or exc}"
+            broken = self._files.pop(host, None)
+            if broken is not None:
+                try:
+                    broken.close()
+                except OSError:
+                    pass  # its buffer cannot be written either
 
     def _hold_back(self, host: str, message: str) -> None:
         self._hidden.setdefault(host, deque(maxlen=HIDDEN_SHOWN)).append(message)
@@ -197,7 +214,10 @@ class Output:
     def close(self) -> None:
         with self._lock:
             for handle in self._files.values():
-                handle.close()
+                try:
+                    handle.close()
+                except OSError:
+                    pass  # a full disk: the write that failed already ended the run with its reason
             self._files.clear()
 
 
@@ -279,10 +299,7 @@ class Supervisor:
         if threading.current_thread() is not threading.main_thread():
             return None
 
-        def handler(signum: int, frame: object) -> None:
-            raise _Terminated()
-
-        return signal.signal(signal.SIGTERM, handler)  # type: ignore[return-value]
+        return signal.signal(signal.SIGTERM, raise_terminated)  # type: ignore[return-value]
 
     def _run(self) -> Outcome:
         began = time.monotonic()
@@ -291,14 +308,14 @@ class Supervisor:
                 self.running.append(start(spec, self.output, self.lifeline))
             self.on_started(self.running)
             return self._watch(began)
+        except Terminated:  # handled as Ctrl-C is; the caller raises it again once the job is recorded
+            self.output.note("smtrain received SIGTERM: ending every process")
+            self._end(interruptible=True)
+            return self._outcome("Stopped", "Stopped", reason="terminate")
         except KeyboardInterrupt:
             self.output.note("interrupted: ending every process")
             self._end(interruptible=True)
             return self._outcome("Stopped", "Stopped", reason="interrupt")
-        except _Terminated:
-            self.output.note("smtrain received SIGTERM: ending every process")
-            self._end(interruptible=True)
-            return self._outcome("Stopped", "Stopped", reason="stop")
 
     def _watch(self, began: float) -> Outcome:
         while True:
@@ -311,6 +328,11 @@ class Supervisor:
                 self._end()  # its output read to the end first: every line of the failed host is in
                 self.output.show_hidden(host)
                 return self._outcome("Failed", "Failed", reason="failure", host=host, failed=running, exit_code=code)
+            if self.output.write_error is not None:
+                self.output.note(f"{self.output.write_error}: ending every process")
+                self._end()
+                outcome = self._outcome("Failed", "Failed", reason="log")
+                return replace(outcome, detail=self.output.write_error)
             mains = [r for r in self.running if r.spec.role == MAIN]
             if all(r.exit_code == 0 for r in mains):
                 # A parameter server serves until its host ends, as the toolkit's does: waiting for it is moot.

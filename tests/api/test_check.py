@@ -258,3 +258,39 @@ def test_submit_check_sends_nothing_when_not_equivalent_and_force_sends(digits: 
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "sending it anyway (--force)" in forced.stderr
     assert aws.jobs() == [json.loads(forced.stdout)["job_name"]]
+
+
+def test_sigterm_during_the_planned_run_is_an_interrupt_not_a_verdict(digits: Path, tmp_path: Path,
+                                                                      own_temp: Path) -> None:
+    """A CI runner cancelling `smtrain check` sends SIGTERM: the check ends as Ctrl-C ends it (exit 143,
+    "interrupted"), its work directory removed, its processes gone, and no verdict about the job."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = _wrapped(tmp_path, digits)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    proc = subprocess.Popen([sys.executable, "-m", "smtrain", "check", str(spec), "--check-steps", "400"],
+                            cwd=ROOT, env={**env, "TMPDIR": str(own_temp)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    try:
+        said = []
+        for line in proc.stderr:  # the check says when the planned run starts
+            said.append(line)
+            if line.startswith("check: the planned layout"):
+                break
+        else:
+            pytest.fail("".join(said))
+        time.sleep(3)  # its hosts are up and training
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert err.rstrip().endswith("interrupted (SIGTERM)"), err[-3000:]
+    assert "equivalent" not in out + err and "cannot check" not in out + err
+    assert _work_dirs(own_temp) == []

@@ -261,9 +261,13 @@ def test_ctrl_c_or_sigterm_ends_every_process(tmp_path: Path, sig: int) -> None:
         from smtrain.plan.build import build_plan
         from smtrain.spec.model import load_spec
         plan = build_plan(load_spec({str(plan_dir / 'job.yaml')!r}), load_catalog(None, None))
+        from smtrain.errors import Terminated
         try:
             LocalBackend(Path({str(tmp_path / 'home')!r})).run(local_request(plan, "ctrl-c"), stream=sys.stdout,
                                                               grace=2)
+        except Terminated:
+            print("terminated", flush=True)
+            sys.exit(143)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             sys.exit(130)
@@ -289,7 +293,8 @@ def test_ctrl_c_or_sigterm_ends_every_process(tmp_path: Path, sig: int) -> None:
     if sig == signal.SIGINT:
         assert proc.returncode == 130 and "interrupted: ending every process" in out, out
     else:
-        assert proc.returncode == 3 and "smtrain received SIGTERM: ending every process" in out, out
+        # handled as Ctrl-C is: the job recorded Stopped, then the interrupt (a Terminated) goes on to the caller
+        assert proc.returncode == 143 and "smtrain received SIGTERM: ending every process" in out, out
     assert backend.describe("ctrl-c").status == "Stopped"
     assert not any(alive(pid) for pid in pids_of(backend, "ctrl-c"))
 
@@ -368,3 +373,15 @@ def test_real_entrypoint_bad_hyperparameter_fails_on_every_host_with_its_message
     assert job.model_artifacts is None  # it saved nothing: no empty model.tar.gz that reads as a model
     assert "ExecuteUserScriptError" not in job.failure_reason  # the entrypoint's own output/failure
     assert os.path.exists(backend.store.job_dir("bad-model") / "hosts" / job.extra["failed_host"] / "output" / "failure")
+
+
+def test_a_model_archive_that_cannot_be_written_fails_the_job_with_its_cause(tmp_path: Path) -> None:
+    """A full disk under model.tar.gz, for real (its temporary name is /dev/full): the job is Failed with the file
+    and the cause, no partial archive is left, and the record stays readable."""
+    artifacts = tmp_path / "out" / "local-test-1" / "output"
+    backend, job, _ = run_job(tmp_path, {"hyperparameters": {"full_file": str(artifacts / ".model.tar.gz.tmp")}})
+    assert (job.status, job.secondary_status) == ("Failed", "Failed")
+    assert job.failure_reason == (f"cannot write {artifacts / 'model.tar.gz'}: No space left on device (what the "
+                                  f"hosts saved is still in {backend.store.hosts_dir(job.name)})")
+    assert sorted(p.name for p in artifacts.iterdir()) == ["output.tar.gz"]  # no partial model.tar.gz
+    assert backend.store.read(job.name)["status"] == "Failed"

@@ -122,3 +122,17 @@ def test_secret_values_are_masked_on_the_stream_and_in_the_log(tmp_path: Path,
     assert "tok-1234567890-secret" not in text and "[algo-1] token ****" in text
     # `smtrain logs` reads the log file: the line is masked before it is written anywhere.
     assert (tmp_path / "logs" / "algo-1.log").read_text().endswith("\ttoken ****\n")
+
+
+def test_a_host_log_that_cannot_be_written_ends_the_run_promptly_with_its_cause(tmp_path: Path) -> None:
+    """A full disk, for real: the host's log is /dev/full, where every write fails with ENOSPC. The host prints
+    far more than a pipe holds (64 KiB), so a reader that stopped reading would leave it blocked until max_run."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "algo-1.log").symlink_to("/dev/full")
+    chatty = "import sys, time\nfor i in range(20000):\n    print('line', i, 'x' * 40)\ntime.sleep(60)\n"
+    supervisor, outcome, text = supervise(tmp_path, [spec(tmp_path, "algo-1", chatty)], max_run=60)
+    assert (outcome.status, outcome.reason) == ("Failed", "log"), outcome
+    assert outcome.detail == f"cannot write the host log {tmp_path / 'logs' / 'algo-1.log'}: No space left on device"
+    assert f"[smtrain] {outcome.detail}: ending every process" in text
+    assert not any(alive(r.pid) for r in supervisor.running)
+    assert all(not r.reader.is_alive() for r in supervisor.running)  # no reader left behind, none died
