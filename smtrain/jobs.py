@@ -80,7 +80,7 @@ class JobCost:
 class JobInfo:
     name: str
     backend: str  # "sagemaker" | "local"
-    status: str  # InProgress | Completed | Failed | Stopping | Stopped
+    status: str  # InProgress | Completed | Failed | Stopping | Stopped (Unknown: a local record `list` cannot read)
     secondary_status: str | None = None
     created: dt.datetime | None = None
     started: dt.datetime | None = None

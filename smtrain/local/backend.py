@@ -34,7 +34,18 @@ from smtrain import exit_codes
 from smtrain.errors import Terminated, UserError
 from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, is_event_file, poll_interval
 from smtrain.local import replica_layout
-from smtrain.local.records import STOP_FILE, JobStore, alive, follow_logs, iso, job_info, process_start, read_logs
+from smtrain.local.records import (
+    STOP_FILE,
+    JobStore,
+    RecordUnreadable,
+    alive,
+    follow_logs,
+    iso,
+    job_info,
+    process_start,
+    read_logs,
+    unreadable_info,
+)
 from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, describe_exit, signal_group
 from smtrain.plan import launch
 from smtrain.redact import mask_text
@@ -126,8 +137,8 @@ class LocalBackend:
         for name in self.store.names():
             try:
                 job = self.describe(name)
-            except (OSError, ValueError, KeyError):
-                continue  # a record being written for the first time, or damaged
+            except RecordUnreadable as exc:  # listed as such: one bad file hides no job, and stops no listing
+                job = unreadable_info(name, exc.cause)
             if status and job.status != status:
                 continue
             if name_contains and name_contains not in job.name:

@@ -9,7 +9,10 @@
 local-jobs/ (and local-tuning/, whose store is this one) holds own_places.MARKER: no code bundle takes
 it in, even when SMTRAIN_HOME lies inside a source dir.
 
-record.json is only ever replaced whole (write, then rename), so a reader never sees half of it.
+record.json is only ever replaced whole (write, then rename), so a reader never sees half of it; a write that
+fails (a full disk) leaves the old record and no temporary file. A record is checked when read (types, dates,
+the status), as a spec is: one that is damaged is RecordUnreadable, naming the file and the cause, and
+`list` shows that job as unreadable rather than hiding it or failing.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from smtrain import exit_codes
 from smtrain.bundle.own_places import default_home, mark
-from smtrain.jobs import JobInfo, LogEvent
+from smtrain.errors import UserError
+from smtrain.jobs import JOB_STATUSES, JobInfo, LogEvent
 from smtrain.local.supervise import parse_log_line
 from smtrain.terminal_text import as_shown, physical_lines
 
@@ -62,6 +67,56 @@ def alive(pid: int | None, start: int | None) -> bool:
     return start is None or process_start(pid) in (None, start)
 
 
+class RecordUnreadable(UserError):
+    """A job's record.json that cannot be read or is not a record (damaged, truncated, edited by hand)."""
+
+    def __init__(self, path: Path, cause: str) -> None:
+        super().__init__(f"local job {path.parent.name}: its record {path} cannot be read: {cause}", exit_codes.USAGE)
+        self.cause = cause
+
+
+# The record's fields that are read back, and their types (None is always allowed but for name and status).
+_TEXT = ("secondary_status", "failure_reason", "model_artifacts", "instance_type", "region", "log_dir", "job_dir",
+         "artifacts_dir", "output_artifacts", "failed_host", "strategy")
+_DATES = ("created", "started", "ended")
+
+
+def record_problem(record: Any) -> str | None:
+    """What makes `record` no job record, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    if not isinstance(record.get("name"), str) or not record["name"]:
+        return "no job name"
+    if record.get("status") not in JOB_STATUSES:
+        return f"status {record.get('status')!r} is none of {', '.join(JOB_STATUSES)}"
+    for key in _TEXT:
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return f"{key} is a {type(record[key]).__name__}, not text"
+    for key in _DATES:
+        value = record.get(key)
+        if value is None:
+            continue
+        try:
+            when = from_iso(value) if isinstance(value, str) else None
+        except ValueError:
+            when = None
+        if when is None or when.tzinfo is None:
+            return f"{key} {value!r} is not a UTC time (2026-11-28T07:00:00Z)"
+    for key in ("instance_count", "exit_code", "max_run_seconds"):
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return f"{key} is a {type(value).__name__}, not a whole number"
+    hosts = record.get("hosts")
+    if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts)):
+        return "hosts is not a list of host names"
+    processes = record.get("processes")
+    if processes is not None and (not isinstance(processes, list) or not all(isinstance(p, dict) for p in processes)):
+        return "processes is not a list of processes"
+    if record.get("supervisor") is not None and not isinstance(record["supervisor"], dict):
+        return "supervisor is not an object"
+    return None
+
+
 class JobStore:
     def __init__(self, home: Path | None = None) -> None:
         self.root = (home or default_home()) / "local-jobs"
@@ -81,13 +136,33 @@ class JobStore:
         return path
 
     def read(self, name: str) -> dict[str, Any]:
-        return json.loads((self.job_dir(name) / RECORD).read_text(encoding="utf-8"))
+        """The job's record, checked as the spec is; RecordUnreadable (exit 2) naming the file and the cause."""
+        path = self.job_dir(name) / RECORD
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise RecordUnreadable(path, exc.strerror or str(exc)) from None
+        except ValueError as exc:  # not JSON, or not UTF-8
+            raise RecordUnreadable(path, f"not JSON ({exc})") from None
+        problem = self.problem(record)
+        if problem:
+            raise RecordUnreadable(path, problem)
+        return record
+
+    @staticmethod
+    def problem(record: Any) -> str | None:
+        """What makes `record` none of this store's records, or None."""
+        return record_problem(record)
 
     def write(self, name: str, record: dict[str, Any]) -> None:
         path = self.job_dir(name) / RECORD
         tmp = path.with_name(f".{RECORD}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except BaseException:  # a full disk: the record stays as it was, and no temporary file is left
+            tmp.unlink(missing_ok=True)
+            raise
 
     def update(self, name: str, **changes: Any) -> dict[str, Any]:
         record = self.read(name)
@@ -126,6 +201,14 @@ def job_info(record: dict[str, Any]) -> JobInfo:
         extra={k: record.get(k) for k in ("job_dir", "output_artifacts", "exit_code", "failed_host", "strategy",
                                             "model_elsewhere")},
     )
+
+
+def unreadable_info(name: str, cause: str) -> JobInfo:
+    """A job `list` shows whose record cannot be read: its name, and why, as its reason."""
+    return JobInfo(name=name, backend="local", status="Unknown", secondary_status="record unreadable", created=None,
+                   started=None, ended=None, instance_type=None, instance_count=None,
+                   failure_reason=f"record unreadable: {cause}", model_artifacts=None, console_url=None, logs_url=None,
+                   region=None, extra={})
 
 
 def _events(path: Path, offset: int = 0) -> tuple[list[LogEvent], int]:

@@ -44,6 +44,15 @@ class TuningStore(JobStore):
         super().__init__(home)
         self.root = self.root.parent / "local-tuning"
 
+    @staticmethod
+    def problem(record: Any) -> str | None:
+        """A tuning's record (Tuning.to_dict) has its own keys: a name and a list of trials."""
+        if not isinstance(record, dict):
+            return f"a JSON {type(record).__name__}, not an object"
+        if not isinstance(record.get("tuning_name"), str) or not isinstance(record.get("trials"), list):
+            return "no tuning name or trials"
+        return None
+
 
 @dataclass
 class Trial:
