@@ -6,8 +6,10 @@ this module retries by itself:
 
 * throttling (the request was refused, nothing was created): back off and send again;
 * an ambiguous failure (read timeout, dropped connection, 5xx): ask DescribeTrainingJob first; if
-  the job exists it is ours (the caller checked that the name was free before uploading), else
-  send again; ResourceInUse after an ambiguous attempt also means our first request got through;
+  the job exists and is the request we sent (its code, hyperparameters, image, role, instances and
+  output: another submit of the same name may have taken it meanwhile), it is ours, else that is said
+  (exit 4); if it does not exist, send again; ResourceInUse after an ambiguous attempt is looked up the
+  same way;
 * anything else: raise, for :func:`smtrain.aws.api_errors` to explain.
 """
 
@@ -79,14 +81,53 @@ TUNING = JobKind("CreateHyperParameterTuningJob", "HyperParameterTuningJobName",
                  TUNING_JOB_NAME)
 
 
-def job_arn(describe_client: Any, name: str, kind: JobKind = TRAINING) -> str | None:
-    """The ARN of job `name`, None if SageMaker does not know it."""
+def described(describe_client: Any, name: str, kind: JobKind = TRAINING) -> dict[str, Any] | None:
+    """Describe job `name`; None if SageMaker does not know it."""
     try:
-        return getattr(describe_client, kind.describe)(**{kind.name_key: name})[kind.arn_key]
+        return getattr(describe_client, kind.describe)(**{kind.name_key: name})
     except Exception as exc:
         if is_not_found(exc):
             return None
         raise
+
+
+def job_arn(describe_client: Any, name: str, kind: JobKind = TRAINING) -> str | None:
+    """The ARN of job `name`, None if SageMaker does not know it."""
+    found = described(describe_client, name, kind)
+    return found[kind.arn_key] if found is not None else None
+
+
+# What tells one submit's job from another's of the same name: the code (its S3 key holds the bundle's
+# sha256, in the hyperparameters), the hyperparameters, the image, the role, the instances, the output.
+_IDENTITY = {"CreateTrainingJob": (("HyperParameters",), ("AlgorithmSpecification", "TrainingImage"), ("RoleArn",),
+                                   ("ResourceConfig", "InstanceType"), ("ResourceConfig", "InstanceCount"),
+                                   ("OutputDataConfig", "S3OutputPath")),
+             "CreateHyperParameterTuningJob": (("TrainingJobDefinition", "StaticHyperParameters"),
+                                               ("TrainingJobDefinition", "RoleArn"),
+                                               ("TrainingJobDefinition", "OutputDataConfig", "S3OutputPath"))}
+
+
+def differs(found: dict[str, Any], request: dict[str, Any], kind: JobKind = TRAINING) -> str | None:
+    """The first field by which the job SageMaker describes is not the one `request` asks for, or None."""
+    for path in _IDENTITY[kind.operation]:
+        mine: Any = request
+        theirs: Any = found
+        for key in path:
+            mine = mine.get(key) if isinstance(mine, dict) else None
+            theirs = theirs.get(key) if isinstance(theirs, dict) else None
+        if mine is not None and mine != theirs:
+            return ".".join(path)
+    return None
+
+
+def _ours_or_refuse(found: dict[str, Any], request: dict[str, Any], kind: JobKind, name: str) -> str | None:
+    """After a lost answer, the job found under our name is ours only if it is the request we sent."""
+    field = differs(found, request, kind)
+    if field is not None:
+        raise AwsError(f"a {kind.noun} named {name} exists and is not this submit's (its {field} differs from what "
+                       f"this submit sent): {kind.operation}'s answer was lost and another submit took the name, so "
+                       "this one made no job; submit again under another name", exit_codes.API)
+    return found.get(kind.arn_key)
 
 
 def create_training_job(create_client: Any, describe_client: Any, request: dict[str, Any], *,
@@ -109,21 +150,22 @@ def create_training_job(create_client: Any, describe_client: Any, request: dict[
                 sleep(_backoff(throttled))
                 continue
             if code == "ResourceInUse" and ambiguous:
-                # An earlier attempt whose answer was lost created it.
-                arn = job_arn(describe_client, name, kind)
+                # An earlier attempt whose answer was lost created it, or another submit took the name.
+                found = described(describe_client, name, kind)
+                arn = _ours_or_refuse(found, request, kind, name) if found is not None else None
                 return CreateOutcome(arn, throttled + ambiguous + 1, True)
             if not _ambiguous(exc):
                 raise
             ambiguous += 1
             try:
-                arn = job_arn(describe_client, name, kind)
+                found = described(describe_client, name, kind)
             except Exception:
                 raise AwsError(
                     f"{kind.operation} for {name} failed ambiguously ({type(exc).__name__}) and the job could "
                     f"not be looked up: run `smtrain status {name}` before submitting again", exit_codes.API,
                 ) from exc
-            if arn is not None:
-                return CreateOutcome(arn, throttled + ambiguous, True)
+            if found is not None:
+                return CreateOutcome(_ours_or_refuse(found, request, kind, name), throttled + ambiguous, True)
             if ambiguous >= MAX_AMBIGUOUS_ATTEMPTS:
                 raise
             sleep(_backoff(ambiguous))

@@ -250,3 +250,35 @@ def test_a_bad_job_name_is_a_usage_error_before_any_call(aws: MotoServer, tmp_pa
     assert proc.returncode == 2
     assert "invalid job name 'no_underscores!'" in _one_error_line(proc)
     assert aws.control.calls == []
+
+
+@slow
+def test_two_same_name_submits_with_a_lost_answer_never_both_claim_the_job(aws: MotoServer, tmp_path):
+    """Submit A's CreateTrainingJob is held at the server; meanwhile submit B (other hyperparameters) takes the
+    name; then A's create fails with a 500 (an answer that could have been lost after the work). A finds a job
+    under its name that is not its request: exit 4 saying so, not "created" with B's job. B keeps its job."""
+    held, arrived = threading.Event(), threading.Event()
+    aws.control.inject("CreateTrainingJob", Fault("InternalFailure", "injected 500", status=500, hold=held,
+                                                  arrived=arrived))
+    env = aws.env(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    result: dict[str, Any] = {}
+    first = threading.Thread(target=lambda: result.setdefault("a", smtrain(
+        "submit", str(live_spec(tmp_path / "a")), "--job-name", "race", "-o", "json", env=env)))
+    first.start()
+    try:
+        assert arrived.wait(60), "submit A's create never reached the server"
+        second = smtrain("submit", str(live_spec(tmp_path / "b", {"training": {"epochs": 99}})), "--job-name", "race",
+                         "-o", "json", env=env)
+        assert second.returncode == 0, second.stderr
+    finally:
+        held.set()
+        first.join(120)
+    a = result["a"]
+    assert a.returncode == 4, (a.stdout, a.stderr)
+    assert ("a training job named race exists and is not this submit's (its HyperParameters differs from what this "
+            "submit sent)") in a.stderr
+    assert a.stdout.strip() == "" or "race" not in json.loads(a.stdout).get("job_name", "")
+    assert aws.jobs() == ["race"]
+    assert aws.control.count("CreateTrainingJob") == 2  # A's, once (not resent), and B's

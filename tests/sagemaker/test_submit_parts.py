@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, NoCredenti
 from smtrain import aws as aws_calls
 from smtrain import exit_codes
 from smtrain.bundle.model import Bundle
-from smtrain.errors import UserError
+from smtrain.errors import AwsError, UserError
 from smtrain.plan.build import build_plan
 from smtrain.plan.catalog_files import load_catalog
 from smtrain.sagemaker import submit as submission
@@ -221,3 +221,23 @@ def test_the_harness_adds_what_moto_lacks(aws: MotoServer):
     aws.control.inject("ListTrainingJobs", moto_server.THROTTLE)  # a real HTTP 400 ThrottlingException...
     assert sm.list_training_jobs()["TrainingJobSummaries"]  # ...that botocore retries
     assert aws.control.count("ListTrainingJobs") == 2
+
+
+def test_a_job_found_after_a_lost_answer_is_ours_only_if_it_is_the_request_sent():
+    class Raced(FakeSageMaker):
+        def __init__(self, found: dict) -> None:
+            super().__init__(_client_error("InternalFailure", 500))
+            self.found = found
+
+        def describe_training_job(self, TrainingJobName: str) -> dict:  # noqa: N803 (boto3's spelling)
+            self.describes += 1
+            return {"TrainingJobArn": "arn:job", **self.found}
+
+    request = {"TrainingJobName": "job-1", "HyperParameters": {"epochs": "3"}, "RoleArn": "arn:role"}
+    same = Raced({"HyperParameters": {"epochs": "3"}, "RoleArn": "arn:role"})
+    assert create_training_job(same, same, request, sleep=lambda s: None).arn == "arn:job"
+    other = Raced({"HyperParameters": {"epochs": "99"}, "RoleArn": "arn:role"})
+    with pytest.raises(AwsError) as info:
+        create_training_job(other, other, request, sleep=lambda s: None)
+    assert info.value.code == 4 and "is not this submit's (its HyperParameters differs" in str(info.value)
+    assert other.creates == 1  # never sent again

@@ -37,7 +37,7 @@ import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,10 @@ class Fault:
     message: str = "injected by the test harness"
     status: int = 400
     delay_after: float = 0.0  # do the work, then hold the answer this long (the client times out)
+    # Hold the request, before any work, until the test sets this (it gets `arrived` when the request is in):
+    # a race made deterministic, e.g. another submit that takes the name meanwhile.
+    hold: threading.Event | None = field(default=None, compare=False)
+    arrived: threading.Event | None = field(default=None, compare=False)
 
     def raise_error(self, s3: bool = False) -> None:
         if self.code is None:
@@ -186,6 +190,10 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
         @functools.wraps(method)
         def handler(self: Any) -> Any:
             fault = control.take(operation)
+            if fault and fault.hold is not None:
+                if fault.arrived is not None:
+                    fault.arrived.set()
+                fault.hold.wait(120)
             if operation == "CreateTrainingJob":
                 # The body as botocore sent it (moto rewrites parts of what it stores).
                 control.create_requests.append(json.loads(self.body))
