@@ -83,6 +83,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, as `smtrain --version` says it
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("smtrain")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            return "0+unknown"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'smtrain' has no attribute {name!r}")

@@ -58,3 +58,11 @@ def test_dir_and_all_list_the_api() -> None:
         assert getattr(smtrain, name) is not None, name
     assert smtrain.Job.__module__ == "smtrain.api.job" and smtrain.SpecError.__module__ == "smtrain.spec.problems"
     assert smtrain.load.__module__ == "smtrain.api.specs" and smtrain.dry_run.__module__ == "smtrain.api.submitting"
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    from importlib.metadata import version
+
+    import smtrain
+
+    assert smtrain.__version__ == version("smtrain") and smtrain.__version__[0].isdigit()

@@ -171,7 +171,7 @@ def check(contract: Contract, say: Callable[[str], None] = default_say) -> List[
         # A local run (smtrain sets the variable there only): SM_NUM_GPUS is 0, and the CPU stands in for
         # this process's planned GPUs, split into SMTRAIN_CPU_REPLICAS logical devices when there are several.
         devices = max(int(contract.hp("cpu_replicas") or 0), 1)
-        say(f"gpus: none here (a local run): {devices} CPU device{'s' if devices != 1 else ''} stand in for "
+        say(f"gpus: none here (a local run): {devices} CPU device{'s stand' if devices != 1 else ' stands'} in for "
             f"{os.environ['SMTRAIN_LOCAL_GPUS']} (TensorFlow {tf.__version__})")
     else:
         say(f"gpus: none seen by TensorFlow {tf.__version__} (the job asked for {asked})")
