@@ -3,7 +3,8 @@ and errors a person can act on.
 
 Every AWS call smtrain makes goes through a session from :func:`boto_session`: botocore's
 standard retry mode (throttling and transient errors are retried with backoff), bounded connect
-and read timeouts, and nothing else changed. :func:`api_errors` turns whatever botocore raises into
+and read timeouts (6 attempts of 20 s at most), a line on stderr when an answer is 5 s late
+(SlowAnswerNotice), and nothing else changed. :func:`api_errors` turns whatever botocore raises into
 one :class:`~smtrain.errors.UserError` line with exit code 4, with known secrets masked.
 
 boto3 and botocore are imported inside functions: importing this module must stay cheap.
@@ -14,9 +15,12 @@ from __future__ import annotations
 import configparser
 import contextlib
 import os
+import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from smtrain import exit_codes
 from smtrain.errors import AwsError, UserError
@@ -28,7 +32,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from botocore.config import Config
 
 API_TIMEOUT_ENV = "SMTRAIN_API_TIMEOUT"  # read timeout of every AWS call, in seconds
-DEFAULT_READ_TIMEOUT = 60.0
+# SageMaker's and S3's answers come in well under a second; an endpoint that says nothing for this long is
+# silent, and the attempts below bound the wait at 6 x 20 s (the notice says so after WAIT_NOTICE_AFTER).
+DEFAULT_READ_TIMEOUT = 20.0
+WAIT_NOTICE_AFTER = 5.0  # seconds without an answer before a command says it is waiting
 CONNECT_TIMEOUT = 10.0
 DEFAULT_MAX_ATTEMPTS = 6
 
@@ -108,7 +115,54 @@ def boto_session(region: str) -> boto3.Session:
                         "region is new)", exit_codes.API)
     # A client created with its own config (the create's: retries off) merges over this.
     core.set_default_client_config(client_config())
+    notice = SlowAnswerNotice()
+    core.register("before-send", notice.sent)
+    core.register("response-received", notice.answered)
     return boto3.Session(botocore_session=core, region_name=region)
+
+
+class SlowAnswerNotice:
+    """Says once on stderr when an AWS call has had no answer for WAIT_NOTICE_AFTER seconds (retries
+    included), and how long smtrain waits at most, so that a silent endpoint is never a silent command."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._said = False
+
+    def sent(self, request: Any = None, event_name: str = "", **_: Any) -> None:
+        with self._lock:
+            if self._said or self._timer is not None:
+                return None  # the first attempt's clock runs on through the retries
+            operation = event_name.rsplit(".", 1)[-1] or "an AWS call"
+            host = urlsplit(getattr(request, "url", "") or "").netloc or "AWS"
+            self._timer = threading.Timer(WAIT_NOTICE_AFTER, self._say, (operation, host))
+            self._timer.daemon = True
+            self._timer.start()
+        return None  # botocore takes a value from a before-send handler as the response
+
+    def answered(self, exception: BaseException | None = None, **_: Any) -> None:
+        if exception is not None:
+            return  # a timeout or a dropped connection: botocore tries again, the wait goes on
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _say(self, operation: str, host: str) -> None:
+        with self._lock:
+            if self._said or self._timer is None:
+                return
+            self._said = True
+        attempts = int(os.environ.get("AWS_MAX_ATTEMPTS") or DEFAULT_MAX_ATTEMPTS)
+        timeout = read_timeout()
+        try:
+            sys.stderr.write(f"waiting for an answer from {host} ({operation}): none after {WAIT_NOTICE_AFTER:g} s; "
+                             f"smtrain gives up after {attempts} attempts of {timeout:g} s ({API_TIMEOUT_ENV}, "
+                             "AWS_MAX_ATTEMPTS)\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # stderr closed: nothing to say it on
 
 
 def error_code(exc: BaseException) -> str | None:

@@ -23,7 +23,7 @@ from smtrain.jobs import JobInfo
 from tests.cli.test_startup import HEAVY, PROBE
 from tests.support import like_a_terminal, moto_server
 from tests.support.cli_runner import ROOT, smtrain
-from tests.support.moto_server import MotoServer, create_job
+from tests.support.moto_server import Fault, MotoServer, create_job
 
 # The live server's fixtures (see tests/moto_server.py).
 moto_session = moto_server.moto_session
@@ -259,3 +259,17 @@ def test_lifecycle_help_imports_nothing_heavy(command):
     proc = subprocess.run([sys.executable, "-c", PROBE % (HEAVY,), command, "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert "HEAVY=[]" in proc.stderr, proc.stderr
+
+
+def test_wait_that_loses_the_endpoint_says_the_job_may_run_on_and_how_to_follow_it(aws: MotoServer, tmp_path):
+    create_job(aws, "job-lost")
+    aws.set_status("job-lost", "InProgress", "Training")
+    proc = _popen(aws, tmp_path, "wait", "job-lost", "--region", "us-east-1")
+    assert proc.stderr is not None and "job-lost: InProgress (Training)" in proc.stderr.readline()
+    # From now on SageMaker answers every describe with a 500: botocore's attempts run out.
+    aws.control.inject("DescribeTrainingJob", Fault("InternalFailure", "injected 500", status=500), times=1000)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 4, err
+    assert ("lost contact with AWS while following job-lost, which may still be running; follow it again with: "
+            "smtrain wait job-lost --region us-east-1") in err
+    assert "Traceback" not in err
