@@ -1,5 +1,6 @@
 """The library: what `import smtrain` offers, and what the CLI calls (the click layer only parses and shows).
 
+    arguments.py    the API's arguments checked as the CLI's options are (since, limit, timeout, flags)
     specs.py        load(): a spec from a YAML file or a mapping, with overrides (SpecError by file:line or field)
     planning.py     plan() -> Planned: every decision, the request's limits, the code checked; catalog_of()
     validation.py   validate() -> Validation: every problem of a spec file in one run, stage by stage

@@ -82,14 +82,16 @@ class Job:
         """The CLI's exit code for the job's last state read: 0 Completed (or running), 1 Failed, 3 Stopped."""
         return exit_code_for(self.info)
 
-    def wait(self, timeout: float | None = None, *, show: bool | None = None) -> JobInfo:
+    def wait(self, timeout: float | str | None = None, *, show: bool | None = None) -> JobInfo:
         """Stay until the job ends; its last JobInfo (a Failed job is returned, not raised: see `.exit_code`).
         WaitTimeout after `timeout` seconds, the job left running.
 
         `show` (default: True in Jupyter; nothing is shown outside a kernel) draws a live view in the cell: the
         status, read at each poll, and a training job's epoch lines and latest log line as they come."""
+        from smtrain.api.arguments import timeout_arg
         from smtrain.api.live import LiveView, in_notebook
 
+        timeout = timeout_arg(timeout)
         view = LiveView(self.name, self.warnings) if show is not False and in_notebook() else None
         stop = threading.Event()
         lines = None

@@ -38,13 +38,18 @@ def priced_list(backend: Any, jobs: Sequence[JobInfo], catalog: Catalog) -> list
     return [replace(j, cost=job_cost(backend.describe(j.name), catalog)) if _priceable(j) else j for j in jobs]
 
 
-def list_jobs(*, status: str | None = None, name_contains: str | None = None, since: dt.datetime | None = None,
+def list_jobs(*, status: str | None = None, name_contains: str | None = None,
+              since: dt.datetime | dt.date | dt.timedelta | str | None = None,
               limit: int = 20, local: bool = False, tuning: bool = False, cost: bool = False,
               region: str | None = None, catalog: Catalog | str | os.PathLike[str] | None = None) -> list[JobInfo]:
     """Training jobs newest first: SageMaker's in `region` (default: the default region), or with `local` the
-    runs here, or with `tuning` SageMaker's tuning jobs. With `cost`, each is priced (one describe per job)."""
+    runs here, or with `tuning` SageMaker's tuning jobs. With `cost`, each is priced (one describe per job).
+    `since`: a datetime (naive: local time), a date, a timedelta (that long ago), or text as --since takes it."""
+    from smtrain.api.arguments import flag_arg, limit_arg, since_arg
     from smtrain.api.backends import local_backend, sagemaker_backend
 
+    since, limit = since_arg(since), limit_arg(limit)
+    local, tuning, cost = flag_arg(local, "local"), flag_arg(tuning, "tuning"), flag_arg(cost, "cost")
     if tuning and (local or cost):
         raise UserError("tuning lists SageMaker tuning jobs: not with local or cost", exit_codes.USAGE)
     backend = local_backend() if local else sagemaker_backend(region, with_tuning=tuning)

@@ -26,6 +26,13 @@ def override_texts(overrides: Overrides) -> tuple[str | tuple[str, Any], ...]:
         return tuple(overrides.items())
     if isinstance(overrides, str):
         return (overrides,)
+    if not isinstance(overrides, (list, tuple)):
+        raise TypeError(f"overrides take a mapping ({{'compute.nodes': 2}}) or a list of 'FIELD=VALUE' texts, not "
+                        f"{type(overrides).__name__}")
+    bad = [item for item in overrides if not isinstance(item, str) and not (
+        isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str))]
+    if bad:
+        raise TypeError(f"an override in a list is a 'FIELD=VALUE' text (or a (field, value) pair), not {bad[0]!r}")
     return tuple(overrides)
 
 

@@ -48,7 +48,7 @@ def dry_run(spec: SpecSource | Planned, overrides: Overrides = None, *, job_name
 
 
 def submit(spec: SpecSource | Planned, overrides: Overrides = None, *, local: bool = False, wait: bool = False,
-           timeout: float | None = None, job_name: str | None = None, strict: bool = False,
+           timeout: float | str | None = None, job_name: str | None = None, strict: bool = False,
            quota_check: bool = True, replicas_per_host: int | None = None, python: str | None = None,
            verbose: bool = False, stream: IO[str] | None = None, progress: bool = False, show: bool | None = None,
            on_quota: Callable[[Any], None] = lambda report: None,
@@ -64,8 +64,11 @@ def submit(spec: SpecSource | Planned, overrides: Overrides = None, *, local: bo
     Raises SpecError (the spec, the bundle), PreflightError (the code would fail for certain; with `strict`,
     any finding), AwsError.
     """
+    from smtrain.api.arguments import flag_arg, timeout_arg
     from smtrain.spec.patterns import check_job_name
 
+    local, wait, strict = flag_arg(local, "local"), flag_arg(wait, "wait"), flag_arg(strict, "strict")
+    timeout = timeout_arg(timeout)
     if job_name is not None:
         check_job_name(job_name, given_as="job_name")
     if not local and (replicas_per_host or python or verbose):
