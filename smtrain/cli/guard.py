@@ -18,9 +18,22 @@ from smtrain.spec.problems import SpecError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(ctx: click.Context, message: str, code: int) -> None:
+def _fail(ctx: click.Context, message: str, code: int, problems: list[dict[str, Any]] | None = None) -> None:
     click.echo(mask_text(message), err=True)
+    _document(ctx, message, code, problems)
     ctx.exit(code)
+
+
+def _document(ctx: click.Context, message: str, code: int, problems: list[dict[str, Any]] | None = None) -> None:
+    """With -o json/yaml, the failure as the command's one document on stdout too, so that a CI step's parser
+    always gets one (the message on stderr stays for people)."""
+    fmt = ctx.params.get("output")
+    if fmt not in ("json", "yaml"):
+        return
+    from smtrain.cli.render import dump
+
+    first = message.strip().splitlines()[0] if message.strip() else message
+    dump({"ok": False, "exit_code": code, "error": first.removeprefix("error: "), "problems": problems or []}, fmt)
 
 
 def guard(fn: F) -> F:
@@ -37,11 +50,13 @@ def guard(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except SpecError as exc:
-            from smtrain.cli.render import echo_problems
+            from smtrain.cli.render import echo_problems, problem_dict
 
             echo_problems(exc.problems)
             n = len(exc.problems)
-            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was sent.", err=True)
+            summary = f"{n} problem{'s' if n != 1 else ''} found; nothing was sent."
+            click.echo(summary, err=True)
+            _document(ctx, summary, exit_codes.USAGE, [problem_dict(p) for p in exc.problems])
             ctx.exit(exit_codes.USAGE)
         except CatalogError as exc:
             _fail(ctx, f"error: {exc}", exit_codes.USAGE)
