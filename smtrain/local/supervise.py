@@ -130,6 +130,7 @@ class Output:
         self._hidden_count: dict[str, int] = {}
         self._noise = NoiseFilter()  # follows each host's lines: some noise spans several
         self.write_error: str | None = None  # the first host log write that failed (Supervisor ends the run)
+        self._muted = False  # after an interrupt: the hosts' lines go to their logs only
         log_dir.mkdir(parents=True, exist_ok=True)
 
     def log_file(self, host: str) -> Path:
@@ -139,6 +140,8 @@ class Output:
         with self._lock:
             message = self._mask(host, message)  # before it is written anywhere: `smtrain logs` reads the file
             self._log(host, message)
+            if self._muted:
+                return
             if not self._verbose:
                 if self._noise(host, message):
                     self._hold_back(host, message)
@@ -172,6 +175,12 @@ class Output:
                     broken.close()
                 except OSError:
                     pass  # its buffer cannot be written either
+
+    def mute_hosts(self) -> None:
+        """After Ctrl-C or SIGTERM: what the hosts print while they are ended (epochs that were under way) goes to
+        their logs only, so the terminal stops at once."""
+        with self._lock:
+            self._muted = True
 
     def _hold_back(self, host: str, message: str) -> None:
         self._hidden.setdefault(host, deque(maxlen=HIDDEN_SHOWN)).append(message)
@@ -310,10 +319,12 @@ class Supervisor:
             return self._watch(began)
         except Terminated:  # handled as Ctrl-C is; the caller raises it again once the job is recorded
             self.output.note("smtrain received SIGTERM: ending every process")
+            self.output.mute_hosts()
             self._end(interruptible=True)
             return self._outcome("Stopped", "Stopped", reason="terminate")
         except KeyboardInterrupt:
             self.output.note("interrupted: ending every process")
+            self.output.mute_hosts()
             self._end(interruptible=True)
             return self._outcome("Stopped", "Stopped", reason="interrupt")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,27 @@ def test_a_host_log_that_cannot_be_written_ends_the_run_promptly_with_its_cause(
     assert f"[smtrain] {outcome.detail}: ending every process" in text
     assert not any(alive(r.pid) for r in supervisor.running)
     assert all(not r.reader.is_alive() for r in supervisor.running)  # no reader left behind, none died
+
+
+def test_after_an_interrupt_the_hosts_lines_go_to_their_logs_only(tmp_path: Path) -> None:
+    """A host that goes on printing while it is ended (it ignores SIGTERM, as a training loop between epochs
+    may): the terminal stops at the interrupt, the log keeps every line."""
+    ticking = IGNORE_TERM + "import time\ni = 0\nwhile True:\n    print('tick', i, flush=True)\n    i += 1\n" \
+                            "    time.sleep(0.02)\n"
+
+    def interrupt(running: list) -> None:
+        log = tmp_path / "logs" / "algo-1.log"
+        while not log.exists() or log.read_text().count("tick") < 5:
+            time.sleep(0.02)
+        raise KeyboardInterrupt
+
+    stream = io.StringIO()
+    supervisor = Supervisor([spec(tmp_path, "algo-1", ticking)], Output(stream, tmp_path / "logs"), failure_files={},
+                            max_run=60, grace=1.0, on_started=interrupt)
+    outcome = supervisor.run()
+    assert outcome.reason == "interrupt"
+    text = stream.getvalue()
+    shown = text.split("[smtrain] interrupted: ending every process\n")
+    assert len(shown) == 2 and "tick" not in shown[1], text  # nothing of the host after the interrupt
+    logged = [p[1] for p in map(parse_log_line, (tmp_path / "logs" / "algo-1.log").read_text().splitlines()) if p]
+    assert len(logged) > shown[0].count("tick")  # the grace period's lines are in the log
