@@ -346,7 +346,8 @@ def argparse_hits(args: ScriptArgs, job: JobContext, parse_at: tuple[str, int],
         unknown = [n for n in sent if args.option_for(n) is None]
         if unknown:
             declared = [f[2:] for o in args.options for f in o.long_flags]
-            meant = {n: m for n in unknown if (m := did_you_mean(n, declared)) is not None}
+            # SageMaker's own --model_dir cannot be renamed: no "did you mean" for it (its fix follows).
+            meant = {n: m for n in unknown if n != "model_dir" and (m := did_you_mean(n, declared)) is not None}
             listed = ", ".join(_flag(n) + (f" (did you mean {_flag(meant[n])}?)" if n in meant else "")
                                for n in unknown)
             spec_given = [n for n in unknown if n != "model_dir"]

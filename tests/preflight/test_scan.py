@@ -393,6 +393,15 @@ def test_parse_args_with_undeclared_hyperparameters(tmp_path: Path) -> None:
     assert "SageMaker passes --model_dir to every TensorFlow script" in found[0].fix
 
 
+def test_sagemakers_own_model_dir_gets_no_did_you_mean(tmp_path: Path) -> None:
+    # --model-dir declared, --model_dir passed by SageMaker: renaming is no way out, declaring --model_dir is.
+    script = PARSER.replace("args = ", 'parser.add_argument("--model-dir")\nargs = ')
+    [found] = findings(tmp_path, script, JobContext(hyperparameters=()))
+    assert found.message.endswith("declare: --model_dir"), found.message
+    assert "did you mean" not in found.message and "rename" not in found.fix
+    assert "SageMaker passes --model_dir to every TensorFlow script" in found.fix
+
+
 def test_an_undeclared_name_is_an_error_with_did_you_mean(tmp_path: Path) -> None:
     # SageMaker passes `--batch_size 64`; the script declares --batch-size: parse_args() exits 2, certainly.
     declared = PARSER.replace("args = ", 'parser.add_argument("--model_dir")\nargs = ')
