@@ -103,6 +103,12 @@ class JobInfo:
     def done(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def status_text(self) -> str:
+        """The status with its secondary status when that says more: "InProgress (Training)", "Completed"."""
+        second = self.secondary_status
+        return self.status + (f" ({second})" if second and second != self.status else "")
+
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON shape of a job (README: "JSON output")."""
         return {

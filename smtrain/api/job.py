@@ -169,7 +169,7 @@ class Job:
 
     def _repr_html_(self) -> str:
         info = self.info
-        rows = [("status", info.status + (f" ({info.secondary_status})" if info.secondary_status else "")),
+        rows = [("status", info.status_text),
                 ("backend", info.backend), ("instances", f"{info.instance_count or '-'} x {info.instance_type or '-'}"),
                 ("created", info.created), ("ended", info.ended), ("failure", info.failure_reason),
                 ("model", info.model_artifacts), ("console", info.console_url)]

@@ -49,7 +49,7 @@ class LiveView:
 
     def status(self, job: JobInfo) -> None:
         with self._lock:
-            self.state = job.status + (f" ({job.secondary_status})" if job.secondary_status else "")
+            self.state = job.status_text
             self._draw(force=True)
 
     def write(self, text: str) -> int:

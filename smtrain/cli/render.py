@@ -306,11 +306,6 @@ def instances_table(instances: list[InstanceType], prices: list[Price], region: 
         console.print(f"[{number}] {note}", markup=False, highlight=False)
 
 
-def _status(job: JobInfo) -> str:
-    second = job.secondary_status
-    return job.status + (f" ({second})" if second and second != job.status else "")
-
-
 def _when(value: Any) -> str:
     return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
 
@@ -321,7 +316,7 @@ def job_text(job: JobInfo) -> str:
         from smtrain.cli.tuning_render import tuning_job_text
 
         return tuning_job_text(job, _when)
-    rows = [("job", job.name), ("status", _status(job)), ("created", _when(job.created)),
+    rows = [("job", job.name), ("status", job.status_text), ("created", _when(job.created)),
             ("started", _when(job.started)), ("ended", _when(job.ended))]
     if job.instance_type:
         rows.append(("instances", f"{job.instance_count or 1} x {job.instance_type}"))
@@ -341,7 +336,7 @@ def job_text(job: JobInfo) -> str:
 def job_change_line(job: JobInfo) -> str:
     """One line per status change while waiting."""
     now = dt.datetime.now(dt.timezone.utc).strftime("%H:%M:%SZ")
-    return f"{now} {job.name}: {_status(job)}"
+    return f"{now} {job.name}: {job.status_text}"
 
 
 def jobs_table(jobs: list[JobInfo], *, cost: bool = False) -> None:
@@ -351,7 +346,7 @@ def jobs_table(jobs: list[JobInfo], *, cost: bool = False) -> None:
     for col in ("name", "status", "created", "ended", "backend", *(["cost"] if cost else [])):
         table.add_column(col, justify="right" if col == "cost" else "left")
     for j in jobs:
-        table.add_row(*mask_data([j.name, _status(j), _when(j.created), _when(j.ended), j.backend,
+        table.add_row(*mask_data([j.name, j.status_text, _when(j.created), _when(j.ended), j.backend,
                                   *([cost_cell(j)] if cost else [])]))
     stdout_console(160).print(table)
 

@@ -105,6 +105,7 @@ def test_logs_follow_until_the_job_ends(aws: MotoServer, tmp_path: Path) -> None
     thread.join(5)
     assert job.status() == "Failed" and job.exit_code == 1
     html = job._repr_html_()
+    assert "Failed (Failed)" not in html  # the secondary status only where it says more
     assert "AlgorithmError: no login with ****" in html and DB_PASSWORD not in html
 
 
