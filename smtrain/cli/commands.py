@@ -349,12 +349,19 @@ def logs(job: str, follow: bool, region: str | None, output: str) -> None:
 
     backend = backend_for_job(job, region)
     masker = StreamMasker()  # one across the stream: a private key block spans lines
+    if follow:  # said before the wait: a job that has written nothing yet is not a silent command
+        click.echo(f"following {job}'s logs until it ends (Ctrl-C stops following, not the job)", err=True)
+    lines = 0
     with reattach_on_interrupt(job, reattach_command("logs", job, "--follow", region=region)):
         for event in backend.logs(job, follow=follow):
+            lines += 1
             if output != "text":
                 dump_line({**event.to_dict(), "message": masker(event.host, event.message)}, output)
             else:
                 click.echo(log_line(event, masker))
+    if not lines:
+        info = backend.describe(job)
+        click.echo(f"{job} has no log lines{' yet' if not info.done else ''} (status {info.status_text})", err=True)
     if follow:
         click.get_current_context().exit(exit_code_for(backend.describe(job)))
 

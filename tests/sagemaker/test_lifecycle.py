@@ -129,6 +129,12 @@ def test_logs_merge_hosts_by_time(aws: MotoServer, tmp_path):
     assert [e["message"] for e in events] == ["b0", "a0", "a1", "b1"]
     assert set(events[0]) == {"host", "timestamp", "message"} and events[0]["host"] == "algo-2"
     assert smtrain("logs", "not-a-job", env=aws.env(tmp_path)).returncode == 4
+    # A job that has written nothing yet: said, not an empty answer.
+    create_job(aws, "job-quiet")
+    aws.set_status("job-quiet", "InProgress", "Starting")
+    quiet = smtrain("logs", "job-quiet", env=aws.env(tmp_path))
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    assert quiet.stderr.strip() == "job-quiet has no log lines yet (status InProgress (Starting))"
 
 
 def test_logs_follow_two_hosts_and_a_stream_that_appears_later(aws: MotoServer, tmp_path):
