@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from smtrain import exit_codes
 from smtrain.errors import UserError
 from smtrain.plan import gpu_facts
+from smtrain.spec.problems import brief
 
 __all__ = [
     "MIB",
@@ -235,7 +236,7 @@ def resolve_instance(catalog: Catalog, name: str) -> InstanceType:
     hint = (
         f"; nearest: {', '.join(suggestions)}" if suggestions else "; `smtrain instances` lists the catalog"
     )
-    raise CatalogError(f"unknown instance type {name.strip()!r} (not in the GPU catalog){hint}")
+    raise CatalogError(f"unknown instance type {brief(name.strip(), 80)} (not in the GPU catalog){hint}")
 
 
 def region_error(catalog: Catalog, instance: InstanceType, region: str | None) -> str | None:

@@ -18,7 +18,7 @@ from smtrain_tf.models.names import BUILT_INS, is_hook
 
 from smtrain.plan.distribution import version_tuple
 from smtrain.spec.model import LoadedSpec
-from smtrain.spec.problems import Problem
+from smtrain.spec.problems import Problem, brief
 from smtrain.spec.python_file import read_python
 
 # entrypoints/README.md: the program runs on TensorFlow 2.11-2.21 and Python 3.9 or newer.
@@ -139,7 +139,7 @@ def _unknown_hyperparameters(loaded: LoadedSpec) -> list[Problem]:
     if is_hook(loaded.spec.training.model) or is_hook(loaded.spec.training.data):
         return []
     known = sorted(ENTRYPOINT_HYPERPARAMETERS)
-    return [loaded.problem(("hyperparameters", name), f"the bundled entrypoint has no hyperparameter '{name}'"
+    return [loaded.problem(("hyperparameters", name), f"the bundled entrypoint has no hyperparameter {brief(name, 80)}"
                                                       f"{_nearest(name, known)}; it will be ignored")
             for name in loaded.spec.hyperparameters
             if name not in ENTRYPOINT_HYPERPARAMETERS]

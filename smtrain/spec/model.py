@@ -531,16 +531,17 @@ Override = str | tuple[str, Any]
 def apply_overrides(data: dict[str, Any], smap: SourceMap, overrides: Sequence[Override]) -> list[Problem]:
     problems = []
     for item in overrides:
+        # Where a problem says the value came from: quoted short (a 10 KB value is not echoed whole).
         if isinstance(item, str):
             key, sep, text = item.partition("=")
-            value, shown = _override_value(text), f"--set {item}"
+            value, shown = _override_value(text), f"--set {_short(key, 80)}={_short(text, 80)}"
         else:  # a value given as it is: a string stays a string ("null" too), a list a list
             key, value = item
-            sep, shown = "=", f"overrides[{key!r}] = {value!r}"
+            sep, shown = "=", f"overrides[{brief(key, 80)}] = {brief(value, 80)}"
             value = plain(value)
         path = tuple(p for p in key.strip().split("."))
         if not sep or not all(path):
-            problems.append(Problem((), f"--set {item!r}: write FIELD.PATH=VALUE, such as compute.nodes=4"
+            problems.append(Problem((), f"--set {brief(item, 80)}: write FIELD.PATH=VALUE, such as compute.nodes=4"
                                     if isinstance(item, str) else f"{shown}: name a field by its dotted path, such "
                                     "as compute.nodes"))
             continue
@@ -550,6 +551,10 @@ def apply_overrides(data: dict[str, Any], smap: SourceMap, overrides: Sequence[O
             _set_path(data, path, value)
         smap.overridden[path] = shown
     return problems
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
 
 
 def plain(value: Any) -> Any:

@@ -19,7 +19,9 @@ def dotted(path: Path_) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         elif not part or "." in part or not part.isprintable() or part != part.strip():
-            out += f"[{part!r}]"  # a key such as ".." or "x\n" would not read back from a dotted path
+            out += f"[{brief(part, 80)}]"  # a key such as ".." or "x\n" would not read back from a dotted path
+        elif len(part) > 80:  # a message names a 10 KB key, it does not print it
+            out += ("." if out else "") + f"{part[:75]}...{part[-2:]}"
         else:
             out += ("." if out else "") + part
     return out or "(top level)"

@@ -26,3 +26,16 @@ def test_since_further_back_than_any_date_is_a_usage_error(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "Invalid value for --since" in proc.stderr and "reaches back further than any date" in proc.stderr
     assert "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize("setting", ["compute.instance_type={big}", "hyperparameters.{big}=1", "compute.nodes={big}",
+                                     "{big}", "name={big}"])
+def test_a_10_kb_set_value_is_quoted_short_in_its_error(tmp_path, setting: str) -> None:
+    from tests.support.specfiles import write_spec
+
+    big = "x" * 10_000
+    spec = write_spec(tmp_path, {})
+    proc = smtrain("validate", str(spec), "--set", setting.format(big=big))
+    assert proc.returncode == 2, proc.stderr
+    assert big not in proc.stderr and len(proc.stderr) < 2000, proc.stderr[:500]
+    assert "..." in proc.stderr
