@@ -73,7 +73,9 @@ _AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[a-z])(?
 _LABEL = re.compile(r"(?<![\w.-])(?:--?(?P<flag>[A-Za-z_][\w.-]*)(?:=|[ \t]+)"
                     r"|(?P<q>[\"'])(?P<quoted>[A-Za-z_][\w.-]*)(?P=q)[ \t]*[:=][ \t]*"
                     r"|(?P<name>[A-Za-z_][\w.-]*)=(?!=))")
-_LABELLED_VALUE = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;&)}\]]+)")
+# A quoted value runs to its closing quote, past quotes escaped inside it (JSON's "a\"b"): the whole value is
+# masked, and the line stays what it was (valid JSON stays valid).
+_LABELLED_VALUE = re.compile(r"\"(?P<dq>(?:[^\"\\\n]|\\.)*)\"|'(?P<sq>(?:[^'\\\n]|\\.)*)'|(?P<bare>[^\s\"',;&)}\]]+)")
 _FLAG = re.compile(r"--?(?P<name>[A-Za-z_][\w.-]*)")
 
 _known = KnownValues()

@@ -253,3 +253,14 @@ def test_a_working_directory_shaped_like_a_key_stays_readable(monkeypatch: pytes
     text = "/tmp/Experiments/MnistModel2/runs/Trial1/job.yaml:3: role; Experiments/MnistModel2/runs/Trial12/Xyz"
     assert mask_text(text) == text
     assert mask_text("ref wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY") == f"ref {MASK}"
+
+
+@pytest.mark.parametrize("line, masked", [
+    ('{"password": "ab\\"cd"}', '{"password": "****"}'),
+    ('{"db_password": "s3cr\\"et-value", "x": 1}', '{"db_password": "****", "x": 1}'),
+    ('password="ab\\"cd" next', 'password="****" next'),
+])
+def test_a_labelled_value_with_an_escaped_quote_is_masked_whole(line: str, masked: str) -> None:
+    assert mask_text(line) == masked
+    if line.startswith("{"):
+        json.loads(mask_text(line))  # a JSON line stays JSON
