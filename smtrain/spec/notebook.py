@@ -203,6 +203,12 @@ def _notebook_json(data: bytes) -> Any:
         raise whole("nested too deeply to read as JSON: not a notebook") from None
     if not isinstance(raw, dict) or "nbformat" not in raw:
         raise whole("JSON, but not a notebook (no nbformat field): give a .ipynb file that Jupyter saved")
+    # nbformat's converters walk these before its schema is checked, and fail with a bare TypeError on them.
+    if "cells" in raw and not isinstance(raw["cells"], list):
+        raise whole(f"not a valid notebook: its cells are a JSON {_json_kind(raw['cells'])}, not a list")
+    for index, cell in enumerate(raw.get("cells") or []):
+        if not isinstance(cell, dict):
+            raise whole(f"not a valid notebook: cell {index + 1} is a JSON {_json_kind(cell)}, not an object")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbformat warns about cell ids it would add; ids are not read here
         try:
@@ -915,3 +921,12 @@ def read_code(path: Path, entry_point: str | None = None) -> PythonFile:
     except NotebookError as exc:
         return PythonFile(skipped=exc.messages()[0])
     return parse_python(script.data, script.program)
+
+
+def _json_kind(value: object) -> str:
+    """What JSON calls the kind of a value json.loads made."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), "number")

@@ -241,6 +241,11 @@ def test_top_level_await_return_and_yield_are_refused_at_their_cell_and_line() -
     (b"[1, 2]", "train.ipynb: JSON, but not a notebook"),
     (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
                  "cells": [{"cell_type": "code", "source": "x"}]}).encode(), "train.ipynb: not a valid notebook"),
+    # Broken in their structure, where nbformat's converters raised a bare TypeError before its schema spoke.
+    (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": None}).encode(),
+     "train.ipynb: not a valid notebook: its cells are a JSON null, not a list"),
+    (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [3]}).encode(),
+     "train.ipynb: not a valid notebook: cell 1 is a JSON number, not an object"),
 ])
 def test_a_file_that_is_not_a_notebook_is_refused_whole(data: bytes, says: str) -> None:
     with pytest.raises(NotebookError) as caught:
