@@ -170,9 +170,15 @@ def marked_warning(marked: list[str]) -> str | None:
     """A warning naming the directories left out as smtrain's own (they hold its marker), or None."""
     if not marked:
         return None
-    listing = "\n".join(f"  {rel}/" for rel in marked)
-    return (f"left out of the code bundle as what an earlier local run wrote (each holds {MARKER}):\n{listing}\n"
-            f"If one is code, delete its {MARKER}.")
+    # One line however many runs wrote there: the list would grow with each local run, and repeat on every command.
+    shown = ", ".join(f"{rel}/" for rel in marked[:_MARKED_SHOWN])
+    more = f" and {len(marked) - _MARKED_SHOWN} more" if len(marked) > _MARKED_SHOWN else ""
+    what = "a folder" if len(marked) == 1 else f"{len(marked)} folders"
+    return (f"left out of the code bundle: {what} that earlier local runs wrote ({shown}{more}; each holds {MARKER}; "
+            f"if one is code, delete its {MARKER})")
+
+
+_MARKED_SHOWN = 3
 
 
 def skipped_warning(skipped: list[tuple[str, str]]) -> str | None:

@@ -47,7 +47,18 @@ def test_a_marked_directory_is_left_out_at_any_depth_and_through_a_link(tmp_path
     assert not any(MARKER in p for p in paths)
     # Said, not silent: a marker copied into code would otherwise drop it without a word.
     [said] = [w for w in bundle.warnings if MARKER in w]
-    assert "  runs/a/b/out/\n" in said and "  outputs/\n" in said and "  linked/\n" in said
+    assert said.startswith("left out of the code bundle: 3 folders that earlier local runs wrote (")
+    assert all(f"{name}/" in said for name in ("runs/a/b/out", "outputs", "linked")) and "\n" not in said
+
+
+def test_the_warning_stays_one_line_however_many_runs_wrote(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write(src, CODE)
+    for i in range(12):  # twelve local runs' folders under the spec's old output
+        (src / "out" / f"job-{i:02d}").mkdir(parents=True)
+        mark(src / "out" / f"job-{i:02d}")
+    [said] = [w for w in build_bundle(None, src).warnings if MARKER in w]
+    assert "12 folders" in said and "and 9 more" in said and "\n" not in said and len(said) < 300
 
 
 def test_the_spec_s_own_output_inside_the_source_dir_is_left_out_without_a_warning(tmp_path: Path) -> None:
