@@ -295,7 +295,9 @@ def instances_table(instances: list[InstanceType], prices: list[Price], region: 
         shown = "?" if price.per_hour is None else ("~" if price.is_estimate else "") + f"{price.per_hour:,.3f}"
         row = [i.name + mark(i.note), i.gpu, str(i.gpus), gib_text(i.gpu_memory_mib).removesuffix("GiB"),
                "?" if i.vcpus is None else str(i.vcpus), "?" if i.memory is None else f"{i.memory / 2**30:g}",
-               "yes" if i.efa else "", "no" + mark(i.tensorflow_note) if i.tensorflow_drives is False else "",
+               "yes" if i.efa else "",
+               # A blank read as "unknown": every row says whether the TensorFlow images drive its GPU.
+               {True: "yes", None: "?"}.get(i.tensorflow_drives, "no" + mark(i.tensorflow_note)),
                shown + mark(price.note or price.region_note)]
         if region:
             row.append({True: "yes", None: "?"}.get(i.offered_in(region), "no"))

@@ -22,7 +22,9 @@ def test_instances_filter_matching_nothing_is_a_usage_error() -> None:
     assert "Traceback" not in proc.stderr
 
     as_json = smtrain("instances", "--gpu", "MI300X", "-o", "json")
-    assert as_json.returncode == 2 and as_json.stdout == ""
+    document = json.loads(as_json.stdout)  # a failure is a document too, for a CI step's parser
+    assert as_json.returncode == 2 and (document["ok"], document["exit_code"]) == (False, 2)
+    assert document["error"].startswith("no instance type matches --gpu MI300X")
 
     proc = smtrain("instances", "--gpu", "A100", "--gpus", "16")
     assert proc.returncode == 2

@@ -233,6 +233,8 @@ instances:
     assert "tensorflow/tensorflow#89272" in b200["tensorflow_note"]
     text = run("instances", "--gpu", "B200").stdout
     assert "no [" in text and "cannot drive the B200" in text
+    a100 = [line for line in run("instances", "--gpu", "A100").stdout.splitlines() if "ml.p4d.24xlarge" in line]
+    assert len(a100) == 1 and a100[0].split("│")[8].strip() == "yes"  # said, not left blank
 
 
 def test_an_explicit_blackwell_type_gets_a_warning(tmp_path: Path) -> None:
