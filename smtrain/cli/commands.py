@@ -198,23 +198,25 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     given = click.get_current_context().get_parameter_source("check_steps") != click.core.ParameterSource.DEFAULT
     if not check_first and (force or data or random_layers != "on" or given):
         raise click.UsageError("--force, --data, --check-steps and --random-layers go with --check")
-    if check_first:
-        _check_before_sending(spec_file, overrides, data, check_steps, random_layers, force, output, python_)
+    checked = (_check_before_sending(spec_file, overrides, data, check_steps, random_layers, force, output, python_)
+               if check_first else None)
+    # What the check found travels with what was sent (--check -o json).
     preflight = [f.to_dict() for f in findings]
+    extra: dict[str, Any] = {"check": checked.to_dict()} if checked is not None else {}
     if local_:
         from smtrain.cli.render import local_submitted
 
         job = api.submit(found, local=True, job_name=job_name, stream=sys.stdout if output == "text" else sys.stderr,
                          replicas_per_host=replicas_per_host, python=python_, verbose=verbose, show=False)
-        steps.finish(job.info, False, output, {**local_submitted(job.submitted, job.info), "preflight": preflight},
-                     metrics_of=job.backend)
+        steps.finish(job.info, False, output, {**local_submitted(job.submitted, job.info), "preflight": preflight,
+                                               **extra}, metrics_of=job.backend)
         return
     if dry_run:
         rendered = api.dry_run(found, job_name=job_name)
         if output == "text":
             click.echo(dry_run_text(rendered, found.plan.region))
         else:
-            dump({**rendered, "preflight": preflight}, output)
+            dump({**rendered, "preflight": preflight, **extra}, output)
         return
     from smtrain.cli.quota_check import show_before_submit
     from smtrain.sagemaker.upload import want_progress_bar
@@ -222,11 +224,12 @@ def submit(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: 
     # The library's order: the spec's places, the quota check (exit 5 when no choice fits), the upload.
     job = api.submit(found, job_name=job_name, quota_check=not no_quota_check, on_quota=show_before_submit,
                      progress=want_progress_bar(output), show=False)
-    _report_submitted(job.submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight)
+    _report_submitted(job.submitted, output, wait=wait_ or logs_, logs=logs_, timeout=seconds, preflight=preflight,
+                      extra=extra)
 
 
 def _check_before_sending(spec_file: str, overrides: tuple[str, ...], data: tuple[str, ...], check_steps: int,
-                          random_layers: str, force: bool, output: str, python: str | None) -> None:
+                          random_layers: str, force: bool, output: str, python: str | None) -> Any:
     """submit --check: the check's report on stderr; not equivalent stops here (exit 1) unless --force."""
     from smtrain.cli.check_command import show
     from smtrain.cli.render import dump
@@ -235,11 +238,11 @@ def _check_before_sending(spec_file: str, overrides: tuple[str, ...], data: tupl
     if result.equivalent or force or output == "text":
         show(result, "text", err=True)
     if result.equivalent:
-        return
+        return result
     if force:
         click.echo("warning: the check found the planned run not equivalent to one device; sending it anyway "
                    "(--force)", err=True)
-        return
+        return result
     if output != "text":
         dump({"sent": False, "check": result.to_dict()}, output)
     raise UserError("nothing was sent: the planned run does not train as one device would (see the check above; "
@@ -247,10 +250,10 @@ def _check_before_sending(spec_file: str, overrides: tuple[str, ...], data: tupl
 
 
 def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, timeout: float | None,
-                      preflight: list[dict[str, Any]]) -> None:
+                      preflight: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:
     from smtrain.cli.render import dump, submitted_text
 
-    data = {**submitted.to_dict(), "preflight": preflight}
+    data = {**submitted.to_dict(), "preflight": preflight, **(extra or {})}
     if output == "text":
         click.echo(submitted_text(data, submitted.confirmed_by_describe), err=wait)
     if not wait:

@@ -28,8 +28,8 @@ def _document(ctx: click.Context, message: str, code: int, problems: list[dict[s
     """With -o json/yaml, the failure as the command's one document on stdout too, so that a CI step's parser
     always gets one (the message on stderr stays for people)."""
     fmt = ctx.params.get("output")
-    if fmt not in ("json", "yaml"):
-        return
+    if fmt not in ("json", "yaml") or ctx.find_root().meta.get("smtrain.document_printed"):
+        return  # text, or the command printed its own document before it failed
     from smtrain.cli.render import dump
 
     first = message.strip().splitlines()[0] if message.strip() else message

@@ -47,6 +47,9 @@ def dump(data: Any, fmt: str, *, mask: bool = True) -> None:
     `mask=False` only for constant documents (the JSON Schema, whose field `allow_secrets` is no secret).
     """
     data = mask_data(data) if mask else data
+    context = click.get_current_context(silent=True)
+    if context is not None:  # the command's document is out: a failure after it adds no second one (guard.py)
+        context.find_root().meta["smtrain.document_printed"] = True
     if fmt == "yaml":
         import yaml  # already loaded by the spec reader; local to keep this module's surface small
 

@@ -258,6 +258,7 @@ def test_submit_check_sends_nothing_when_not_equivalent_and_force_sends(digits: 
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "sending it anyway (--force)" in forced.stderr
     assert aws.jobs() == [json.loads(forced.stdout)["job_name"]]
+    assert json.loads(forced.stdout)["check"]["equivalent"] is False  # what the check found travels with the job
 
 
 def test_sigterm_during_the_planned_run_is_an_interrupt_not_a_verdict(digits: Path, tmp_path: Path,
