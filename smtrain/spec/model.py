@@ -50,7 +50,7 @@ from smtrain.spec.problems import Path_, Problem, SpecError, brief
 from smtrain.spec.spec_file import read_spec_text
 from smtrain.spec.tuning import TuningSpec, tuning_problems
 from smtrain.spec.units import format_duration
-from smtrain.spec.yaml_source import SourceMap, load_yaml
+from smtrain.spec.yaml_source import MAX_VALUES, SourceMap, load_yaml
 
 __all__ = ["MAX_RUN_LIMIT", "LoadedSpec", "Spec", "SpecReading", "apply_overrides", "json_schema", "load_spec",
            "read_spec"]
@@ -632,12 +632,35 @@ def load_spec_data(data: Mapping[str, Any], base_dir: Path, overrides: Sequence[
                    env: Mapping[str, str] | None = None) -> LoadedSpec:
     """load_spec for a spec given as a mapping (the Python API): the same reading (${VAR}, units, values typed
     as the schema says), relative paths from `base_dir`, problems named by field path (no file, no line)."""
+    if _more_values_than(data, MAX_VALUES):  # before it is written out as YAML, which a huge mapping makes slow
+        raise SpecError([Problem((), f"the spec holds more than {MAX_VALUES} values: a job spec has about 100")])
     try:
         text = yaml.safe_dump(plain(data), sort_keys=False, allow_unicode=True)
     except yaml.YAMLError as exc:
         raise SpecError([Problem((), f"the spec holds a value YAML cannot write: {exc}")]) from None
     data_, smap, problems = _read_text(text, "<dict>", overrides, env, positions=False)
     return _validated(data_, smap, problems, Path(base_dir).resolve())
+
+
+def _more_values_than(data: Any, limit: int) -> bool:
+    """Whether `data` holds more than `limit` values (mappings' keys and values, lists' items), counted as the
+    YAML reader counts its nodes, without walking further than the limit."""
+    count, pending = 0, [data]
+    while pending:
+        item = pending.pop()
+        count += 1
+        if count > limit:
+            return True
+        if isinstance(item, Mapping):
+            count += len(item)  # the keys
+            if count > limit:
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            if count + len(item) > limit:
+                return True
+            pending.extend(item)
+    return False
 
 
 @dataclass(frozen=True)

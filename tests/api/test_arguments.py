@@ -75,3 +75,24 @@ def test_the_public_calls_check_their_arguments(tmp_path: Path, monkeypatch: pyt
         smtrain.submit({"name": "x"}, timeout="abc")
     with pytest.raises(TypeError, match="overrides take a mapping"):
         smtrain.load({"name": "x"}, overrides=5)
+
+
+@pytest.mark.parametrize("count, refused", [(4997, False), (4998, True)])  # 5 + 2 x count values: 9,999 and 10,001
+def test_a_spec_mapping_is_bounded_as_a_yaml_file_is(tmp_path: Path, count: int, refused: bool) -> None:
+    import yaml
+
+    data = {"name": "x", "hyperparameters": {f"k{i}": i for i in range(count)}}
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(data))
+    for source in (data, path):  # the mapping is counted before it is written out, as the file's reader counts
+        with pytest.raises(smtrain.SpecError) as info:
+            smtrain.load(source)
+        said = " ".join(p.message for p in info.value.problems)
+        assert ("more than 10000 values" in said) == refused, said[:300]
+
+
+def test_a_huge_spec_mapping_is_refused_before_it_is_read() -> None:
+    with pytest.raises(smtrain.SpecError) as info:
+        smtrain.load({"name": "x", "hyperparameters": {f"k{i}": i for i in range(200_000)}})
+    assert [p.message for p in info.value.problems] == [
+        "the spec holds more than 10000 values: a job spec has about 100"]
