@@ -182,6 +182,7 @@ class JobMetrics:
     hosts: tuple[str, ...]  # every host of the job
     series: tuple[MetricSeries, ...]  # in MetricDefinitions order; train:epoch is the rows' key, not a series
     final: dict[str, float] = field(default_factory=dict)  # SageMaker's FinalMetricDataList; local: last epoch's
+    notes: tuple[str, ...] = ()  # what was read and left out (an epoch that is no count), said with the table
 
 
 class Backend(Protocol):
@@ -243,6 +244,25 @@ def by_epoch(raw: Raw, order: Iterable[str]) -> tuple[MetricSeries, ...]:
         if kept:
             series.append(MetricSeries(name, tuple(kept[key] for key in sorted(kept))))
     return tuple(series)
+
+
+def left_out(raw: Raw) -> tuple[str, ...]:
+    """What by_epoch leaves out of `raw`, said: metric lines whose epoch is no count (a 23-digit number, a
+    fraction, or none read where the others have one), and fit calls that are none, which no row can key."""
+    notes = []
+    epochs = raw.get(EPOCH, [])
+    if epochs:
+        keyed = {stamp for stamp, value in epochs if _whole(value)}
+        lines = {stamp for name, values in raw.items() if name not in (EPOCH, FIT) for stamp, _ in values}
+        lost = len(lines - keyed)
+        if lost:
+            notes.append(f"{lost} metric line{'s' if lost != 1 else ''} left out: no epoch smtrain can count on "
+                         f"{'them' if lost != 1 else 'it'} (a whole number up to 2^53), so no row can be keyed by it")
+    odd = [value for _, value in raw.get(FIT, []) if not (_whole(value) and value >= 1)]
+    if odd:
+        notes.append(f"{len(odd)} metric line{'s' if len(odd) != 1 else ''} left out: fit call {odd[0]:g} is no "
+                     "whole number from 1")
+    return tuple(notes)
 
 
 def _whole(value: float) -> bool:

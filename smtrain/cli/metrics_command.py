@@ -46,6 +46,8 @@ def _show(metrics: JobMetrics, output: str, plot: bool) -> None:
     if output in ("json", "yaml"):
         dump(table.metrics_dict(metrics), output)
         return
+    for note in metrics.notes:  # what was read and left out is said, not dropped in silence
+        click.echo(f"note: {note}", err=True)
     if not rows:
         click.echo(table.no_metrics_text(metrics), err=True)
     if output == "csv":

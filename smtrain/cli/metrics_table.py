@@ -83,7 +83,8 @@ def metrics_dict(metrics: JobMetrics) -> dict[str, Any]:
     job = metrics.job
     return {"job": job.name, "backend": job.backend, "status": job.status, "source": metrics.source,
             "host": metrics.host, "hosts": list(metrics.hosts), "metrics": columns(metrics),
-            "epochs": [row_dict(r) for r in rows(metrics)], "final": _json_values(dict(metrics.final))}
+            "epochs": [row_dict(r) for r in rows(metrics)], "final": _json_values(dict(metrics.final)),
+            "notes": list(metrics.notes)}
 
 
 def csv_header(names: list[str], calls: bool = False) -> str:

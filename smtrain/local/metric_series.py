@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from smtrain.jobs import EPOCH, JobInfo, JobMetrics, by_epoch, check_host
+from smtrain.jobs import EPOCH, JobInfo, JobMetrics, by_epoch, check_host, left_out
 from smtrain.local.supervise import parse_log_line
 from smtrain.render import java_regex
 from smtrain.terminal_text import as_shown, physical_lines
@@ -97,6 +97,8 @@ def read_metrics(record: Mapping[str, Any], job: JobInfo, log_dir: Path, host: s
     hosts = tuple(record.get("hosts") or ("algo-1",))
     chosen = check_host(host, hosts)
     definitions = definitions_of(record)
-    series = by_epoch(matches(definitions, _lines(log_dir / f"{chosen}.log")), [d["Name"] for d in definitions])
+    raw = matches(definitions, _lines(log_dir / f"{chosen}.log"))
+    series = by_epoch(raw, [d["Name"] for d in definitions])
     final = {s.name: s.points[-1].value for s in series}
-    return JobMetrics(job=job, source="log", host=chosen, hosts=hosts, series=series, final=final)
+    return JobMetrics(job=job, source="log", host=chosen, hosts=hosts, series=series, final=final,
+                      notes=left_out(raw))

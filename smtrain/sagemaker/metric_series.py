@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from smtrain.aws import api_errors
-from smtrain.jobs import EPOCH, FIT, JobInfo, JobMetrics, by_epoch, check_host
+from smtrain.jobs import EPOCH, FIT, JobInfo, JobMetrics, by_epoch, check_host, left_out
 from smtrain.plan import launch
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -111,4 +111,4 @@ def read_metrics(cloudwatch: Any, description: Mapping[str, Any], job: JobInfo, 
                     raw = _data(cloudwatch, names, dimension, window, PERIOD)
                 break
     return JobMetrics(job=job, source="cloudwatch", host=chosen, hosts=hosts, series=by_epoch(raw, definitions),
-                      final=final)
+                      final=final, notes=left_out(raw))

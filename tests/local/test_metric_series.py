@@ -145,7 +145,8 @@ def test_not_finite_and_huge_values_and_logged_epochs_are_shown_as_logged(tmp_pa
     _write_log(logs / "algo-1.log", lines)
     # What `smtrain metrics` tells a script to print, without the entrypoint's ` step=`.
     _write_log(logs / "algo-2.log", ["epoch=1 loss=0.5 accuracy=0.5", "epoch=2 loss=nan accuracy=nan",
-                                     "epoch=3 loss=1e-320 accuracy=0.7", "epoch=-1 loss=0.1 accuracy=0.9"])
+                                     "epoch=3 loss=1e-320 accuracy=0.7", "epoch=-1 loss=0.1 accuracy=0.9",
+                                     "epoch=12345678901234567890123 loss=0.4 accuracy=0.8"])
     env = {"SMTRAIN_HOME": str(tmp_path / "home")}
 
     shown = run("metrics", "wild", "-o", "json", env=env)
@@ -159,6 +160,12 @@ def test_not_finite_and_huge_values_and_logged_epochs_are_shown_as_logged(tmp_pa
     worker = json.loads(run("metrics", "wild", "--host", "algo-2", "-o", "json", env=env).stdout)
     assert [(e["epoch"], e["values"]["train:loss"]) for e in worker["epochs"]] == [(-1, 0.1), (1, 0.5), (2, "nan"),
                                                                                    (3, 1e-320)]
+    # The 23-digit epoch keys no row: left out, and said so (it was dropped in silence).
+    assert worker["notes"] == ["1 metric line left out: no epoch smtrain can count on it (a whole number up to "
+                               "2^53), so no row can be keyed by it"]
+    said = run("metrics", "wild", "--host", "algo-2", env=env)
+    assert "note: 1 metric line left out: no epoch smtrain can count on it" in said.stderr
+    assert json.loads(shown.stdout)["notes"] == []  # the chief's lines all have their epoch
 
     text = run("metrics", "wild", "--plot", env={**env, "COLUMNS": "100"})
     assert text.code == 0, text.output
