@@ -473,6 +473,9 @@ def test_get_is_exact(catalog: Catalog) -> None:
 
 def test_resolve_instance(catalog: Catalog) -> None:
     assert resolve_instance(catalog, "ml.g5.2xlarge").name == "ml.g5.2xlarge"
+    # Spaces around a name, as `--set 'compute.instance_type= ml.g5.12xlarge'` gives them, are no part of it.
+    assert resolve_instance(catalog, " ml.g5.12xlarge\t").name == "ml.g5.12xlarge"
+    assert catalog.get(" ml.g5.2xlarge ").name == "ml.g5.2xlarge"
     with pytest.raises(CatalogError) as err:
         resolve_instance(catalog, "ml.p4.24xlarge")
     assert str(err.value).startswith("unknown instance type 'ml.p4.24xlarge'")
