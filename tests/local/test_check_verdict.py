@@ -391,3 +391,13 @@ def test_too_few_steps_of_much_data_do_not_call_a_shuffle_augmentation() -> None
     planned = _run([_step([["a", "b"], ["c*", "d*"]], 2.31), _step([["e", "f"], ["g*", "h*"]], 2.21)], replicas=2)
     cause = compare(one, planned).causes[0]
     assert cause.kind == "data" and "augmentation" in cause.fix and "--check-steps" in cause.fix
+
+
+@pytest.mark.parametrize("factor, equivalent", [(1 + 0.5 * LOSS_TOLERANCE, True), (1 + 2 * LOSS_TOLERANCE, False)])
+def test_the_loss_tolerance_between_rounding_and_a_mistake(factor: float, equivalent: bool) -> None:
+    """Half the tolerance is rounding (equivalent); twice it is a parting, and one the examples, batch and rate
+    do not explain (a tolerance loosened a hundredfold would pass both)."""
+    reference = _reference()
+    verdict = compare(reference, _split(reference, losses=[s.loss * factor for s in reference.steps]))
+    assert verdict.equivalent is equivalent
+    assert [c.kind for c in verdict.causes] == ([] if equivalent else ["unexplained"])
