@@ -241,3 +241,20 @@ def test_a_job_found_after_a_lost_answer_is_ours_only_if_it_is_the_request_sent(
         create_training_job(other, other, request, sleep=lambda s: None)
     assert info.value.code == 4 and "is not this submit's (its HyperParameters differs" in str(info.value)
     assert other.creates == 1  # never sent again
+
+
+def test_the_retry_caps_are_counted():
+    from smtrain.sagemaker.create import MAX_AMBIGUOUS_ATTEMPTS, MAX_THROTTLED_ATTEMPTS
+
+    assert (MAX_THROTTLED_ATTEMPTS, MAX_AMBIGUOUS_ATTEMPTS) == (8, 3)
+    throttle = _client_error("ThrottlingException")
+    last_chance = FakeSageMaker(*[throttle] * (MAX_THROTTLED_ATTEMPTS - 1), None)
+    assert create_training_job(last_chance, last_chance, REQUEST, sleep=lambda s: None).attempts == 8
+    always = FakeSageMaker(*[throttle] * MAX_THROTTLED_ATTEMPTS)
+    with pytest.raises(ClientError):
+        create_training_job(always, always, REQUEST, sleep=lambda s: None)
+    assert always.creates == MAX_THROTTLED_ATTEMPTS  # not one more
+    lost = FakeSageMaker(*[TIMEOUT] * MAX_AMBIGUOUS_ATTEMPTS)  # every answer lost, the job never there
+    with pytest.raises(ReadTimeoutError):
+        create_training_job(lost, lost, REQUEST, sleep=lambda s: None)
+    assert (lost.creates, lost.describes) == (MAX_AMBIGUOUS_ATTEMPTS, MAX_AMBIGUOUS_ATTEMPTS)
