@@ -267,3 +267,21 @@ def test_a_region_without_the_sdks_image_is_refused_at_the_region(tmp_path):
         "2.19 py312 training image in eu-west-9" in out[0] and "us-east-1" in out[0]
     # An image of one's own needs no entry in the SDK's table.
     assert plan_for(tmp_path, {"region": "eu-west-9", "tensorflow": {"image_uri": "registry.example/tf:1"}})
+
+
+def test_the_defaults_a_minimal_spec_renders_are_pinned(tmp_path):
+    """Written here, not computed (the SDK oracle compares with smtrain's own computed defaults, so a default
+    halved by mistake would pass it): what a spec of name, role, region, version, one input and output sends."""
+    request = preview_request(plan_for(tmp_path, {}))
+    assert request["ResourceConfig"] == {"InstanceType": "ml.g4dn.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30}
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 86400}
+    assert request["AlgorithmSpecification"]["TrainingInputMode"] == "File"
+    assert request["InputDataConfig"] == [{"ChannelName": "train", "DataSource": {"S3DataSource": {
+        "S3DataType": "S3Prefix", "S3Uri": "s3://my-bucket/train", "S3DataDistributionType": "FullyReplicated"}}}]
+    assert request["ProfilerConfig"] == {"DisableProfiler": True}
+    hps = request["HyperParameters"]
+    assert {k: hps[k] for k in ("epochs", "batch_size_per_replica", "learning_rate", "lr_scaling", "warmup_epochs",
+                                "optimizer", "mixed_precision", "sagemaker_container_log_level")} == {
+        "epochs": "10", "batch_size_per_replica": "64", "learning_rate": "0.001", "lr_scaling": '"linear"',
+        "warmup_epochs": "0", "optimizer": '"adam"', "mixed_precision": '"auto"', "sagemaker_container_log_level": "20"}
+    assert "EnableManagedSpotTraining" not in request and "CheckpointConfig" not in request
