@@ -512,5 +512,8 @@ class LocalBackend:
             changes = {"status": "Failed", "secondary_status": "Failed",
                        "failure_reason": f"the smtrain process that ran this job (pid "
                                          f"{(record.get('supervisor') or {}).get('pid')}) ended before the job did"}
-        return self.store.update(name, ended=iso(_utc_now()), **changes)
+        try:
+            return self.store.update(name, ended=iso(_utc_now()), **changes)
+        except OSError:  # a full or read-only disk: the end is told now, and recorded by a later reader
+            return {**record, "ended": iso(_utc_now()), **changes}
 

@@ -352,6 +352,12 @@ def test_a_job_whose_smtrain_process_died_is_reported_failed(tmp_path: Path) -> 
     record.update(status="InProgress", secondary_status="Training", ended=None,
                   supervisor={"pid": 2**22 + 12345, "start": 1})
     backend.store.write(job.name, record)
+    # On a full disk (the record's temporary file is /dev/full, for real) the end is told, not recorded yet.
+    full = backend.store.job_dir(job.name) / f".record.json.{os.getpid()}.tmp"
+    full.symlink_to("/dev/full")
+    told = backend.describe(job.name)
+    assert told.status == "Failed" and "ended before the job did" in told.failure_reason
+    assert backend.store.read(job.name)["status"] == "InProgress" and not full.exists() and not full.is_symlink()
     info = backend.describe(job.name)
     assert info.status == "Failed" and "ended before the job did" in info.failure_reason
     record.update(status="InProgress")
