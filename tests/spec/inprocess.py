@@ -52,7 +52,8 @@ def problems_without_position(run_: Run, spec: Path) -> list[str]:
     where = re.compile(re.escape(f"error: {spec}:") + r"[0-9]+:[0-9]+: ")
     bad = []
     positioned = False  # the line before was a positioned problem: an indented line goes on with it
-    for line in re.split(r"\r\n|\r|\n", run_.output):  # the breaks a terminal makes (not U+2028)
+    # The breaks a terminal makes (not U+2028); on stderr: -o json's document is on stdout.
+    for line in re.split(r"\r\n|\r|\n", run_.stderr):
         if positioned and line.startswith("  "):
             continue  # a problem listing several files ("cannot bundle the code:" then one a line)
         positioned = False

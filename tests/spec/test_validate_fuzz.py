@@ -53,7 +53,11 @@ def check_spec(workdir: Path, text: str, name: str = "hypothesis", render: bool 
         assert result.code in (0, 2), context
         assert "Traceback" not in result.output and "internal error" not in result.output, context
         if result.code == 2:
-            assert result.stdout.strip() == "", context  # problems go to stderr
+            if result is plan:  # -o json: the failure is one strict JSON document on stdout too
+                document = strict_json(result.stdout)
+                assert document["ok"] is False and document["exit_code"] == 2, context
+            else:
+                assert result.stdout.strip() == "", context  # problems go to stderr
             assert "error: " in result.stderr, context
             assert problems_without_position(result, spec) == [], context
     if validate.code == 0:
