@@ -357,7 +357,7 @@ def test_linear_learning_rate_scaling_and_a_dataset_batched_by_the_script(tmp_pa
     out = host.stdout()
     assert "wrap: learning rate 0.001 -> 0.002 (linear, 2 replicas)" in out
     fit_line = DATASET_SCRIPT.lstrip().splitlines().index("model.fit(dataset, epochs=1, verbose=0)") + 1
-    assert f"wrap: warning: train.py:{fit_line}: fit gets a tf.data.Dataset, which the script batches itself" in out
+    assert f"wrap: train.py:{fit_line}: fit gets a tf.data.Dataset, which the script batches itself" in out
     assert "batch_size" not in out  # the dataset's batches are left as they are
     line = parse_metrics(metric_lines(out)[0])
     # No accuracy metric compiled: the line leaves it out; the steps are the dataset's batches.
@@ -535,7 +535,7 @@ def test_batch_sizes_for_arrays_become_global_unless_the_spec_says_they_are() ->
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(10)
     given, examples = scale_batches(_context("per_replica", said), {"x": dataset, "batch_size": None}, "train.py:9")
     assert given["x"] is dataset and given["batch_size"] is None and examples is None
-    assert len(said) == 1 and said[0].startswith("wrap: warning: train.py:9: fit gets a tf.data.Dataset")
+    assert len(said) == 1 and said[0].startswith("wrap: train.py:9: fit gets a tf.data.Dataset")
 
 
 def test_a_script_turning_on_memory_growth_too_late_is_let_through_other_device_set_up_is_refused() -> None:
