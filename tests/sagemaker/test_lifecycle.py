@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from smtrain.aws import DEFAULT_MAX_ATTEMPTS
 from smtrain.jobs import JobInfo
 from tests.cli.test_startup import HEAVY, PROBE
 from tests.support import like_a_terminal, moto_server
@@ -272,9 +273,16 @@ def test_wait_that_loses_the_endpoint_says_the_job_may_run_on_and_how_to_follow_
     aws.set_status("job-lost", "InProgress", "Training")
     proc = _popen(aws, tmp_path, "wait", "job-lost", "--region", "us-east-1")
     assert proc.stderr is not None and "job-lost: InProgress (Training)" in proc.stderr.readline()
-    # From now on SageMaker answers every describe with a 500: botocore's attempts run out.
-    aws.control.inject("DescribeTrainingJob", Fault("InternalFailure", "injected 500", status=500), times=1000)
-    out, err = proc.communicate(timeout=120)
+    # SageMaker answers the next describe's every attempt with a 500: botocore's attempts run out. Exactly as
+    # many as it makes, and none left over: a module that imports the server's fixtures starts a server of
+    # its own whose handlers wrap these, so a fault left here would reach its tests.
+    aws.control.inject("DescribeTrainingJob", Fault("InternalFailure", "injected 500", status=500),
+                       times=DEFAULT_MAX_ATTEMPTS)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        while aws.control.take("DescribeTrainingJob") is not None:
+            pass
     assert proc.returncode == 4, err
     assert ("lost contact with AWS while following job-lost, which may still be running; follow it again with: "
             "smtrain wait job-lost --region us-east-1") in err
