@@ -118,6 +118,7 @@ def boto_session(region: str) -> boto3.Session:
     notice = SlowAnswerNotice()
     core.register("before-send", notice.sent)
     core.register("response-received", notice.answered)
+    core.register("after-call-error", notice.given_up)  # the last attempt failed: no notice after the error
     return boto3.Session(botocore_session=core, region_name=region)
 
 
@@ -142,8 +143,11 @@ class SlowAnswerNotice:
         return None  # botocore takes a value from a before-send handler as the response
 
     def answered(self, exception: BaseException | None = None, **_: Any) -> None:
-        if exception is not None:
-            return  # a timeout or a dropped connection: botocore tries again, the wait goes on
+        if exception is None:  # else a timeout or a dropped connection: botocore tries again, the wait goes on
+            self.given_up()
+
+    def given_up(self, **_: Any) -> None:
+        """An answer came, or the last attempt failed: the clock stops (no notice after the error)."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
