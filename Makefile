@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test lint demo demo-tune bench bench-install horovod-env sdk-v2-env sdk-v3-env tf-registries clean
+.PHONY: install test lint demo demo-tune bench bench-install mutation horovod-env sdk-v2-env sdk-v3-env tf-registries clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,19 @@ test: install horovod-env sdk-v2-env sdk-v3-env
 
 lint: install
 	$(BIN)/ruff check smtrain entrypoints tests bench
+
+# Mutation testing of the core modules (tests/tools/mutation.py): a sample of cosmic-ray's mutants sized to
+# MUTATION_MINUTES, the report and the survivors in build/mutation/. cosmic-ray has a venv of its own (its
+# dependencies stay out of the tests'). Not part of CI.
+MUTATION_VENV := .venv-mutation
+MUTATION_MINUTES ?= 30
+$(MUTATION_VENV)/.installed:
+	$(PYTHON) -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/pip install --quiet cosmic-ray==8.7.0
+	touch $@
+
+mutation: install $(MUTATION_VENV)/.installed
+	$(MUTATION_VENV)/bin/python -m tests.tools.mutation --python $(BIN)/python --minutes $(MUTATION_MINUTES)
 
 demo: install
 	bash scripts/demo.sh

@@ -49,8 +49,8 @@ _METRICS_TIME_SERIES_FROM = (1, 15)
 
 
 def volume_size_gb(compute: ComputeSpec) -> int:
-    """VolumeSizeInGB: the spec's bytes in whole GB (10^9), at least 1."""
-    return max(1, compute.volume_size // 10**9)
+    """VolumeSizeInGB: the spec's bytes in whole GB (10^9); the spec holds the size to at least 1GB."""
+    return compute.volume_size // 10**9
 
 
 def instance_preferences(compute: ComputeSpec) -> list[dict[str, Any]] | None:

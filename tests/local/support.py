@@ -113,6 +113,11 @@ def make_plan(tmp_path: Path, changes: dict[str, Any] | None = None, *, standin:
     return build_plan(load_spec(spec_file(tmp_path, changes, standin=standin)), load_catalog(None, None))
 
 
+def pids_of(backend: Any, name: str) -> list[int]:
+    """The processes local job `name`'s record holds (each host's)."""
+    return [p["pid"] for p in backend.store.read(name)["processes"]]
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -26,7 +26,7 @@ from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.records import STOP_FILE
 from smtrain.local.request import render_local
 from smtrain.sagemaker import submit as submission
-from tests.local.support import Background, alive, kill_all, make_plan
+from tests.local.support import Background, alive, kill_all, make_plan, pids_of
 from tests.support import ROOT, like_a_terminal
 
 FAST_GRACE = 1.0
@@ -39,10 +39,6 @@ def run_job(tmp_path: Path, changes: dict | None = None, *, name: str = "local-t
     stream = io.StringIO()
     job = backend.run(local_request(plan, name), stream=stream, grace=grace, **kwargs)
     return backend, job, stream.getvalue()
-
-
-def pids_of(backend: LocalBackend, name: str) -> list[int]:
-    return [p["pid"] for p in backend.store.read(name)["processes"]]
 
 
 def env_dumps(backend: LocalBackend, name: str, host: str) -> list[dict]:

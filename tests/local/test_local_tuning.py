@@ -12,11 +12,14 @@ import datetime as dt
 import json
 import math
 import random
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from smtrain.local.backend import LocalBackend
 from smtrain.local.demo_data import write_digits
 from smtrain.local.supervise import format_log_line
 from smtrain.local.trial_sampling import draw, grid_assignments, random_assignments
@@ -26,9 +29,10 @@ from smtrain.plan.catalog_files import load_catalog
 from smtrain.plan.declared_metrics import metric_definitions
 from smtrain.plan.tuning import TunedRange, TuningPlan, build_tuning_plan
 from smtrain.spec.model import load_spec
-from tests.local.support import spec_file
+from tests.local.support import alive, pids_of, spec_file
 from tests.spec.inprocess import run
 from tests.support import ROOT
+from tests.support.cli_runner import start_smtrain
 
 REGEX = {d["Name"]: d["Regex"] for d in metric_definitions()}
 TUNING_KEYS = {"tuning_name", "backend", "status", "objective", "strategy", "requested_strategy", "seed", "created",
@@ -203,6 +207,10 @@ score = float(hp["score"])
 for epoch in (1, 2):
     print(f"progress epoch={epoch} step=1 loss=0.5 accuracy=0.99", flush=True)
     print(f"epoch={epoch} step=2 loss=0.4 accuracy=0.5 val_loss=0.3 val_accuracy={score * epoch / 2}", flush=True)
+if hp.get("wait") == "yes":  # stays until ended: a trial running when the tuning is cancelled
+    print("waiting", flush=True)
+    import time
+    time.sleep(3600)
 if hp.get("crash") == "yes":
     print("epoch=3 step=3 loss=0.1 accuracy=0.5 val_loss=0.1 val_accuracy=0.99", flush=True)
     sys.exit(3)
@@ -255,6 +263,31 @@ def test_when_every_trial_fails_the_table_says_so_and_the_exit_code_is_1(tmp_pat
     assert "best        none: no trial completed with a validation:accuracy value" in result.stdout
     assert [line.split()[:2] for line in result.stdout.splitlines() if line.startswith("   all-fail-")] == [
         ["all-fail-001", "yes"]]
+
+
+def test_sigterm_stops_the_running_trial_and_records_the_tuning_stopped(tmp_path: Path) -> None:
+    path = _script_spec(tmp_path, {"hyperparameters.wait": {"values": ["yes", "no"]}})
+    home = tmp_path / "home"
+    proc = start_smtrain("tune", str(path), "--local", "--job-name", "cancelled", env={"SMTRAIN_HOME": str(home)})
+    try:
+        log = LocalBackend(home).store.log_dir("cancelled-001") / "algo-1.log"  # a trial's lines go to its log
+        deadline = time.monotonic() + 60
+        while "waiting" not in (log.read_text() if log.exists() else ""):  # the first trial's script runs
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert err.rstrip().endswith("interrupted (SIGTERM)") and "Traceback" not in err, err
+    tuning = read_local_tuning("cancelled", home)
+    assert tuning["status"] == "Stopped"
+    assert [t["status"] for t in tuning["trials"]] == ["Stopped", "Pending"]
+    status = run("status", "cancelled-001", "-o", "json", env={"SMTRAIN_HOME": str(home)})
+    assert json.loads(status.stdout)["status"] == "Stopped"
+    assert not any(alive(pid) for pid in pids_of(LocalBackend(home), "cancelled-001"))
 
 
 # -- the digits demo, real TensorFlow ------------------------------------------------------------------------------

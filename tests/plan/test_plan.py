@@ -96,6 +96,15 @@ def test_horovod_on_a_new_version_is_allowed_with_an_image_of_your_own(tmp_path)
     assert plan.strategy == "horovod" and plan.image_uri
 
 
+@pytest.mark.parametrize("strategy, nodes, warned", [("none", 2, True), ("none", 1, False),
+                                                     ("multi_worker_mirrored", 2, False)])
+def test_strategy_none_on_several_nodes_is_told_each_trains_alone(tmp_path, strategy, nodes, warned):
+    plan = plan_for(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": nodes},
+                               "distribution": {"strategy": strategy}})
+    told = [w.message for w in plan.warnings if w.message.startswith("strategy none")]
+    assert told == ([f"strategy none: each of the {nodes} nodes trains on its own"] if warned else [])
+
+
 @pytest.mark.parametrize("instance", ["ml.p5.48xlarge", "ml.g5.48xlarge", "ml.p3.8xlarge"])
 def test_smddp_refuses_other_instances(tmp_path, instance):
     out = refused(tmp_path, {"tensorflow": {"version": "2.11"}, "compute": {"instance_type": instance},

@@ -79,3 +79,17 @@ def test_an_unknown_price_names_no_region_in_its_place() -> None:
     price = CATALOG.price(b200, "eu-west-1")
     assert price.per_hour is None and price.region_note is None
     assert CATALOG.price(CATALOG.get("ml.g5.xlarge"), "eu-west-1").region_note == "price for us-east-1; eu-west-1 unknown"
+
+
+def test_a_job_s_cost_is_its_billed_hours_times_the_price_times_its_instances() -> None:
+    from smtrain.jobs import JobInfo
+    from smtrain.plan.job_cost import job_cost
+
+    price = CATALOG.price(CATALOG.get("ml.g5.12xlarge"), "us-east-1").per_hour
+    on_demand = job_cost(JobInfo("j", "sagemaker", "Completed", instance_type="ml.g5.12xlarge", instance_count=2,
+                                 region="us-east-1", billable_seconds=5400, training_seconds=5400), CATALOG)
+    assert on_demand.usd == round(1.5 * price * 2, 4) and on_demand.spot_saving_usd is None
+    spot = job_cost(JobInfo("j", "sagemaker", "Completed", instance_type="ml.g5.12xlarge", instance_count=2,
+                            region="us-east-1", billable_seconds=1800, training_seconds=7200, spot=True), CATALOG)
+    assert (spot.usd, spot.on_demand_usd) == (round(0.5 * price * 2, 4), round(2 * price * 2, 4))
+    assert spot.spot_saving_usd == round(1.5 * price * 2, 4) and spot.spot_saving_percent == 75.0

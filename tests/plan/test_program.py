@@ -220,10 +220,18 @@ def test_plan_shows_no_batch_maths_for_an_own_script(tmp_path):
     assert "SMTRAIN_GRADIENT_ACCUMULATION_STEPS=2" in text and "strategy told TF_CONFIG" in text
 
 
-@pytest.mark.parametrize("strategy, needle", [("none", "one device"), ("horovod", "mpirun starts 4 process(es)"),
-                                              ("mirrored", "SM_NUM_GPUS=4")])
-def test_what_an_own_scripts_strategy_is_told(tmp_path, strategy, needle):
-    plan = plan_for(tmp_path, {**OWN, "tensorflow": {"version": "2.12"}, "compute": {"instance_type": "ml.g5.12xlarge"},
+@pytest.mark.parametrize("strategy, instance, nodes, needle", [
+    ("none", "ml.g5.12xlarge", 1, "one device"),
+    ("horovod", "ml.g5.12xlarge", 1, "mpirun starts 4 process(es) per host (below), one GPU each; hvd.init()"),
+    ("smddp", "ml.p4d.24xlarge", 1, "mpirun starts 8 process(es) per host (below), one GPU each; "
+                                    "smdistributed.dataparallel.init()"),
+    ("mirrored", "ml.g5.12xlarge", 1, "SM_NUM_GPUS=4"),
+    ("multi_worker_mirrored", "ml.g5.12xlarge", 2, "TF_CONFIG names the 2 workers (below)"),
+    ("parameter_server", "ml.g5.12xlarge", 2, "TF_CONFIG names the master, workers and parameter servers"),
+])
+def test_what_an_own_scripts_strategy_is_told(tmp_path, strategy, instance, nodes, needle):
+    plan = plan_for(tmp_path, {**OWN, "tensorflow": {"version": "2.11" if strategy == "smddp" else "2.12"},
+                               "compute": {"instance_type": instance, "nodes": nodes},
                                "distribution": {"strategy": strategy}})
     assert needle in plan.strategy_told
 

@@ -130,3 +130,16 @@ def test_plan_shows_the_tuning_section(tmp_path: Path) -> None:
     assert "Tuning:" in text.stdout and "range         training.batch_size_per_replica: one of 32, 64" in text.stdout
     plain = run("plan", str(write_spec(tmp_path, {}, name="plain.yaml")), "-o", "json")
     assert "tuning" not in json.loads(plain.stdout)
+
+
+def test_a_trial_s_definition_keeps_what_the_tuning_api_has_fields_for(tmp_path: Path) -> None:
+    from smtrain.render.tuning_request import render_tuning_request
+
+    source = f"s3://my-bucket/out/source/{'0f' * 32}/sourcedir.tar.gz"
+    definition = render_tuning_request(_plan(tmp_path), "tune-defaults", source)["TrainingJobDefinition"]
+    # HyperParameterTrainingJobDefinition has no metrics-time-series switch: the training request's is left out.
+    assert set(definition["AlgorithmSpecification"]) == {"TrainingImage", "TrainingInputMode", "MetricDefinitions"}
+    assert definition["AlgorithmSpecification"]["TrainingInputMode"] == "File"
+    assert definition["HyperParameterTuningResourceConfig"] == {"InstanceCount": 1, "InstanceType": "ml.g5.12xlarge",
+                                                                "VolumeSizeInGB": 30}
+    assert definition["StoppingCondition"] == {"MaxRuntimeInSeconds": 86400}

@@ -191,7 +191,13 @@ def test_request_paths_map_back_to_spec_fields(tmp_path):
         ("StoppingCondition", "MaxRuntimeInSeconds"): ("compute", "max_run"),
         ("InputDataConfig", 0, "DataSource", "S3DataSource", "S3Uri"): ("inputs", "train", "uri"),
         ("InputDataConfig", 0, "InputMode"): ("inputs", "train", "mode"), ("InputDataConfig",): ("inputs",),
+        ("InputDataConfig", 0): ("inputs", "train"),
         ("OutputDataConfig", "S3OutputPath"): ("output",), ("TrainingJobName",): ("name",),
+        ("ResourceConfig", "InstancePreferences", 0): ("compute", "prefer", 0),
+        ("ResourceConfig", "InstancePreferences", 1, "InstanceCount"): ("compute", "prefer", 1, "count"),
+        ("ResourceConfig", "InstancePreferences", 0, "TrainingPlanArns", 0): ("compute", "prefer", 0, "training_plan"),
+        ("VpcConfig", "Subnets", 1): ("network", "subnets", 1),
+        ("VpcConfig", "SecurityGroupIds", 0): ("network", "security_groups", 0),
     }
     assert {path: spec_field(path, request, plan.spec) for path in cases} == cases
 

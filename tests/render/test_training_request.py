@@ -105,6 +105,28 @@ SPECS: dict[str, dict[str, Any]] = {
 
 # --- what the request holds ------------------------------------------------------------------------------
 
+def test_spot_waits_twice_max_run_unless_max_wait_is_given(tmp_path: Path) -> None:
+    spot = {"compute": {"instance_type": "ml.g5.xlarge", "spot": True, "max_run": "3h"},
+            "checkpoints": "s3://my-bucket/ck"}
+    assert render(plan_of(tmp_path, spot))["StoppingCondition"] == {"MaxRuntimeInSeconds": 10800,
+                                                                    "MaxWaitTimeInSeconds": 21600}
+    given = merged(spot, {"compute": {"max_wait": "4h"}})
+    assert render(plan_of(tmp_path, given))["StoppingCondition"]["MaxWaitTimeInSeconds"] == 14400
+
+
+@pytest.mark.parametrize("size, gb", [("1GB", 1), ("1999MB", 1), ("2GB", 2), ("1TB", 1000)])
+def test_the_volume_is_the_size_in_whole_gb(tmp_path: Path, size: str, gb: int) -> None:
+    plan = plan_of(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "volume_size": size}})
+    assert render(plan)["ResourceConfig"]["VolumeSizeInGB"] == gb
+
+
+@pytest.mark.parametrize("version, series", [("1.14", False), ("1.15", True), ("2.21", True)])
+def test_metric_time_series_are_on_from_tensorflow_1_15_as_the_sdk_turns_them_on(tmp_path: Path, version: str,
+                                                                                  series: bool) -> None:
+    plan = plan_of(tmp_path, {"tensorflow": {"version": version}, "code": OWN,
+                              "compute": {"instance_type": "ml.g5.xlarge"}})
+    assert render(plan)["AlgorithmSpecification"].get("EnableSageMakerMetricsTimeSeries") is (True if series else None)
+
 def test_core_fields(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, SPECS["mwms"])
     r = render(plan)

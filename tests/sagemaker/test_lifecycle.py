@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 import signal
 import subprocess
@@ -22,8 +21,8 @@ import pytest
 from smtrain.aws import DEFAULT_MAX_ATTEMPTS
 from smtrain.jobs import JobInfo
 from tests.cli.test_startup import HEAVY, PROBE
-from tests.support import like_a_terminal, moto_server
-from tests.support.cli_runner import ROOT, smtrain
+from tests.support import moto_server
+from tests.support.cli_runner import ROOT, smtrain, start_smtrain
 from tests.support.moto_server import Fault, MotoServer, create_job
 
 # The live server's fixtures (see tests/moto_server.py).
@@ -35,10 +34,7 @@ JOB_KEYS = {"name", "backend", "status", "secondary_status", "created", "started
 
 
 def _popen(server: MotoServer, tmp_path, *args: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(server.env(tmp_path))
-    return subprocess.Popen([sys.executable, "-m", "smtrain", *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=like_a_terminal)
+    return start_smtrain(*args, env=server.env(tmp_path))
 
 
 def _once_polled(server: MotoServer, action) -> threading.Thread:
@@ -187,8 +183,10 @@ def test_wait_exit_codes_and_timeout(aws: MotoServer, tmp_path):
     assert smtrain("wait", "w-slow", "--timeout", "soon", env=env).returncode == 2
 
 
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
 @pytest.mark.parametrize("command", [("wait",), ("logs", "--follow")], ids=["wait", "logs"])
-def test_ctrl_c_leaves_the_job_running_and_says_how_to_reattach(aws: MotoServer, tmp_path, command):
+def test_ctrl_c_or_sigterm_leaves_the_job_running_and_says_how_to_reattach(aws: MotoServer, tmp_path, command,
+                                                                           sig, code):
     create_job(aws, "job-int")
     aws.set_status("job-int", "InProgress", "Training")
     aws.put_logs("job-int", "algo-1", ["hello"], timestamp_ms=int(time.time() * 1000) - 10_000)
@@ -196,9 +194,10 @@ def test_ctrl_c_leaves_the_job_running_and_says_how_to_reattach(aws: MotoServer,
     # Interrupt once the command is in its polling loop (it has printed something).
     stream = proc.stdout if command[0] == "logs" else proc.stderr
     assert stream.readline()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == code, err
+    assert err.rstrip().endswith("interrupted" if sig == signal.SIGINT else "interrupted (SIGTERM)"), err
     reattach = " ".join(("smtrain", command[0], "job-int", *command[1:], "--region", "us-east-1"))
     assert f"job-int keeps running; reattach with: {reattach}" in err
     assert "Traceback" not in err

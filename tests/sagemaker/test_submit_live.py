@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import threading
 import time
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import moto_server
-from tests.support.cli_runner import smtrain
+from tests.support.cli_runner import smtrain, start_smtrain
 from tests.support.moto_server import BUCKET, QUOTA, THROTTLE, Fault, MotoServer, live_spec
 
 # The live server's fixtures (see tests/moto_server.py).
@@ -282,3 +283,27 @@ def test_two_same_name_submits_with_a_lost_answer_never_both_claim_the_job(aws: 
     assert a.stdout.strip() == "" or "race" not in json.loads(a.stdout).get("job_name", "")
     assert aws.jobs() == ["race"]
     assert aws.control.count("CreateTrainingJob") == 2  # A's, once (not resent), and B's
+
+
+def test_sigterm_during_the_upload_is_an_interrupt_that_creates_no_job(aws: MotoServer, tmp_path):
+    """A CI runner cancelling the step while the code uploads: exit 143 "interrupted (SIGTERM)", no traceback,
+    no CreateTrainingJob, the bundle's temporary files gone."""
+    held, arrived = threading.Event(), threading.Event()
+    aws.control.inject("PutObject", Fault(hold=held, arrived=arrived))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = start_smtrain("submit", str(live_spec(tmp_path)), "--job-name", "cut-short",
+                         env={**aws.env(tmp_path), "TMPDIR": str(temp)})
+    try:
+        assert arrived.wait(60), "the upload never reached the server"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        held.set()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert err.rstrip().splitlines()[-1] == "interrupted (SIGTERM)" and "Traceback" not in err, err
+    assert out == ""
+    assert aws.control.count("CreateTrainingJob") == 0 and aws.jobs() == []
+    assert list(temp.iterdir()) == []

@@ -3,20 +3,53 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
-from tests.support import ROOT
+from tests.support import ROOT, like_a_terminal
+
+
+def _env(env: Mapping[str, str] | None) -> dict[str, str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    full_env.update(env or {})
+    return full_env
 
 
 def smtrain(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "smtrain", *args], cwd=cwd or ROOT, env=full_env,
+    return subprocess.run([sys.executable, "-m", "smtrain", *args], cwd=cwd or ROOT, env=_env(env),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def start_smtrain(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
+    """The CLI started and left running, for a test that signals it (SIGINT at its default, as a terminal
+    starts a program); stdout and stderr are pipes."""
+    return subprocess.Popen([sys.executable, "-m", "smtrain", *args], cwd=cwd or ROOT, env=_env(env), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=like_a_terminal)
+
+
+def read_until(stream: IO[str], words: str, timeout: float = 60) -> str:
+    """What `stream` (a started command's pipe) gave up to and including the first line holding `words`;
+    AssertionError with what came when it does not come within `timeout` seconds or the stream ends first.
+    Read from the pipe itself, not through the stream's buffer (a line already buffered would be one
+    select() never reports); communicate() reads the rest."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream.fileno()], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(stream.fileno(), 65536) if ready else b""
+        if not chunk:
+            break
+        seen += chunk
+        text = seen.decode(errors="replace")
+        if any(words in line for line in text.splitlines(keepends=True) if line.endswith("\n")):
+            return text
+    raise AssertionError(f"{words!r} never came; the stream held:\n{seen.decode(errors='replace')}")
 
 
 def no_result(stdout: str) -> bool:

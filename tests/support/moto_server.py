@@ -76,6 +76,12 @@ class Fault:
     hold: threading.Event | None = field(default=None, compare=False)
     arrived: threading.Event | None = field(default=None, compare=False)
 
+    def wait_if_held(self) -> None:
+        if self.hold is not None:
+            if self.arrived is not None:
+                self.arrived.set()
+            self.hold.wait(120)
+
     def raise_error(self, s3: bool = False) -> None:
         if self.code is None:
             return
@@ -190,10 +196,8 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
         @functools.wraps(method)
         def handler(self: Any) -> Any:
             fault = control.take(operation)
-            if fault and fault.hold is not None:
-                if fault.arrived is not None:
-                    fault.arrived.set()
-                fault.hold.wait(120)
+            if fault:
+                fault.wait_if_held()
             if operation == "CreateTrainingJob":
                 # The body as botocore sent it (moto rewrites parts of what it stores).
                 control.create_requests.append(json.loads(self.body))
@@ -221,6 +225,7 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
     def put_object(self: Any, *args: Any, **kwargs: Any) -> Any:
         fault = control.take("PutObject")
         if fault:
+            fault.wait_if_held()
             fault.raise_error(s3=True)
         return original_put(self, *args, **kwargs)
 
