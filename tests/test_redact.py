@@ -77,6 +77,20 @@ def test_a_short_value_is_masked_as_a_whole_token_only() -> None:
     assert mask_text("subnet-0abc123def xabc123 abc1234") == "subnet-0abc123def xabc123 abc1234"
 
 
+def test_a_short_value_ending_in_punctuation_is_whole_before_a_letter() -> None:
+    # The value's own last character is what may run on into the text: "-" does not, so "x" after it is apart.
+    remember({"MY_SECRET": "abc123-"})
+    assert mask_text("value abc123-x here") == f"value {MASK}x here"
+    remember({"OTHER_SECRET": "-zyx987"})
+    assert mask_text("q-zyx987") == f"q{MASK}"
+
+
+def test_a_shorter_value_that_stands_whole_is_masked_where_a_longer_one_runs_on() -> None:
+    remember({"SHORT_SECRET": "secret", "LONGER_SECRET": "secret-x1"})
+    assert mask_text("secret-x1y") == f"{MASK}-x1y"  # "secret-x1" runs on into "y"; "secret" stands whole
+    assert mask_text("secret-x1 y") == f"{MASK} y"
+
+
 def test_a_long_value_is_masked_wherever_it_stands_and_overlaps_are_masked_whole() -> None:
     remember({"LONG_TOKEN": "canary-long-secret-0001", "A_TOKEN": "x-abcdefghijklmnop", "B_TOKEN": "abcdefghijklmnop-y"})
     assert mask_text("prefixcanary-long-secret-0001suffix") == f"prefix{MASK}suffix"

@@ -13,8 +13,7 @@ import click
 from smtrain import exit_codes
 from smtrain.cli import steps
 from smtrain.cli.check_command import check, data_option, random_option, run_check, steps_option
-from smtrain.cli.closed_output import ClosedOutputGroup
-from smtrain.cli.guard import guard
+from smtrain.cli.guard import GuardedGroup, guard
 from smtrain.cli.metrics_command import metrics
 from smtrain.cli.options import output_option, region_option, set_option, spec_argument, strict_option, timeout_option
 from smtrain.cli.tune_command import tune
@@ -24,7 +23,7 @@ from smtrain.redact import mask_text
 from smtrain.spec.units import parse_since, parse_size
 
 
-@click.group(cls=ClosedOutputGroup,
+@click.group(cls=GuardedGroup,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for unexpected errors.")
 @click.option("--catalog", type=click.Path(dir_okay=False, path_type=Path), envvar="SMTRAIN_CATALOG",

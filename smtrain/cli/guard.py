@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
 from smtrain import exit_codes
+from smtrain.cli.closed_output import ClosedOutputGroup
 from smtrain.errors import PreflightError, Terminated, UserError
 from smtrain.plan.catalog import CatalogError
 from smtrain.redact import mask_text
@@ -34,6 +35,47 @@ def _document(ctx: click.Context, message: str, code: int, problems: list[dict[s
 
     first = message.strip().splitlines()[0] if message.strip() else message
     dump({"ok": False, "exit_code": code, "error": first.removeprefix("error: "), "problems": problems or []}, fmt)
+
+
+def requested_format(args: Sequence[str]) -> str | None:
+    """The -o/--output value (json or yaml) on a command line as typed: a usage error stops click before the
+    command's options are read."""
+    found = None
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            break
+        if token in ("-o", "--output"):
+            found = next(tokens, None)
+        elif token.startswith("--output="):
+            found = token.split("=", 1)[1]
+        elif token.startswith("-o") and not token.startswith("--"):
+            found = token[2:]
+    return found if found in ("json", "yaml") else None
+
+
+class GuardedGroup(ClosedOutputGroup):
+    """smtrain's top command. A usage error (an unknown option or command, a missing argument, a bad value)
+    of a command line that asks for -o json/yaml prints its failure document on stdout too, as every other
+    failure does; click's message stays on stderr, with click's exit code (2)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        typed = list(args)
+        ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta["smtrain.argv"] = typed  # meta is shared by the command's context below
+        return ctx
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            fmt = requested_format(ctx.meta.get("smtrain.argv", ()))
+            if fmt and not ctx.meta.get("smtrain.document_printed"):
+                from smtrain.cli.render import dump
+
+                dump({"ok": False, "exit_code": exc.exit_code, "error": exc.format_message(), "problems": []}, fmt)
+            raise
 
 
 def guard(fn: F) -> F:

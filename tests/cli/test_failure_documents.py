@@ -33,3 +33,26 @@ def test_an_error_is_a_document_in_yaml_too(tmp_path: Path) -> None:
     document = yaml.safe_load(proc.stdout)
     assert document["ok"] is False and document["exit_code"] == 4
     assert document["error"].startswith("no local job named no-such-job")
+
+
+@pytest.mark.parametrize("args, error", [
+    (["status", "-o", "json", "--bogus"], "No such option '--bogus'."),
+    (["submit", "--output=yaml"], "Missing argument 'SPEC'."),
+    (["nosuch", "-ojson"], "No such command 'nosuch'."),
+    (["wait", "a-job", "--timeout", "soon", "-o", "json"], "Invalid value for --timeout: 'soon' is not a duration"),
+])
+def test_a_usage_error_of_a_line_asking_for_json_or_yaml_is_a_document_too(tmp_path: Path, args: list[str],
+                                                                           error: str) -> None:
+    proc = smtrain(*args, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    document = yaml.safe_load(proc.stdout)  # JSON is YAML too
+    assert (document["ok"], document["exit_code"], document["problems"]) == (False, 2, [])
+    assert document["error"].startswith(error)
+    assert "Usage: smtrain" in proc.stderr and f"Error: {error}" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["status", "--bogus"], ["status", "--bogus", "-o", "xml"],
+                                  ["status", "--", "-o", "json", "--bogus"]])
+def test_a_usage_error_in_text_prints_nothing_on_stdout(tmp_path: Path, args: list[str]) -> None:
+    proc = smtrain(*args, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout

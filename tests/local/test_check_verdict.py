@@ -184,6 +184,14 @@ def test_overlapping_data_is_found_even_when_the_loss_happens_to_agree() -> None
     assert verdict.first_step == 2  # no loss parts: the first step whose examples differ
 
 
+def test_examples_taken_twice_across_steps_without_a_same_step_overlap_are_data_not_order() -> None:
+    reference = _run([_step([["e1", "e2", "e3", "e4"]]), _step([["e5", "e6", "e7", "e8"]])], 1, stands_for=2)
+    planned = _run([_step([["e1", "e2"], ["e3", "e4"]]), _step([["e1", "e2"], ["e7", "e8"]], loss=2.2)], 2)
+    cause = _only(compare(reference, planned))
+    assert cause.kind == "data" and cause.says.startswith("data: in 2 steps")
+    assert (cause.counts["taken_again"], cause.counts["never_taken"], cause.counts["same_step_overlaps"]) == (2, 2, 0)
+
+
 def test_the_same_examples_in_another_order() -> None:
     reference = _run([_step([["e1", "e2", "e3", "e4"]]), _step([["e5", "e6", "e7", "e8"]])], 1, stands_for=2)
     planned = _run([_step([["e1", "e2"], ["e3", "e5"]], loss=2.01), _step([["e4", "e6"], ["e7", "e8"]], loss=2.02)],
@@ -337,6 +345,14 @@ def test_weights_that_part_with_a_per_replica_layer_name_it_at_the_last_step() -
     reference = _reference()
     verdict = compare(reference, _split(reference, weights=_weights(0.05), batch_norm=BATCH_NORM))
     assert _only(verdict).kind == "batch_norm" and verdict.first_step == 4
+
+
+def test_weights_that_part_are_blamed_on_a_layer_only_if_the_last_step_s_inference_loss_agrees() -> None:
+    reference = _reference()
+    inference = [s.inference_loss for s in reference.steps]
+    inference[-1] *= 1.5  # the last step's weights predict differently: not a per-replica layer's doing alone
+    verdict = compare(reference, _split(reference, weights=_weights(0.05), batch_norm=BATCH_NORM, inference=inference))
+    assert _only(verdict).kind == "unexplained"
 
 
 def test_a_nan_loss_parts() -> None:
