@@ -482,6 +482,12 @@ def test_resolve_instance(catalog: Catalog) -> None:
     assert "nearest: ml.p4d.24xlarge, ml.p4de.24xlarge" in str(err.value)
     with pytest.raises(CatalogError, match="nearest: ml.p3.2xlarge"):
         resolve_instance(catalog, "p3.2xlarge")
+    long_name = "ml." + "x" * 300
+    with pytest.raises(CatalogError) as err:
+        resolve_instance(catalog, long_name)
+    quoted = repr(long_name)
+    # what was written, cut to 80 characters
+    assert str(err.value).startswith(f"unknown instance type {quoted[:75]}...{quoted[-2:]} (not in the GPU catalog)")
     with pytest.raises(CatalogError, match="smtrain instances"):
         resolve_instance(catalog, "banana")
 

@@ -219,7 +219,9 @@ def test_launch_preview_parameter_server(tmp_path):
     first, second = plan.launch[0], plan.launch[1]
     assert first.tf_config["task"] == {"index": 0, "type": "master"}
     assert second.tf_config["task"] == {"index": 0, "type": "worker"}
-    assert first.tf_config["cluster"]["ps"] == ["algo-1:2223", "algo-2:2223", "algo-3:2223"]
+    assert first.tf_config["cluster"] == {"master": ["algo-1:2222"], "ps": ["algo-1:2223", "algo-2:2223", "algo-3:2223"],
+                                          "worker": ["algo-2:2222", "algo-3:2222"]}
+    assert plan.launch[2].tf_config["task"] == {"index": 1, "type": "worker"}
     assert second.ps_tf_config["task"] == {"index": 1, "type": "ps"}
 
 

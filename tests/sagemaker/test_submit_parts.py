@@ -64,26 +64,48 @@ TIMEOUT = ReadTimeoutError(endpoint_url="http://sagemaker")
 def test_create_retries_throttling_without_asking():
     sm = FakeSageMaker(_client_error("ThrottlingException"), _client_error("ThrottlingException"), None)
     outcome = create_training_job(sm, sm, REQUEST, sleep=lambda s: None)
-    assert (sm.creates, sm.describes, outcome.confirmed_by_describe) == (3, 0, False)
+    assert (sm.creates, sm.describes, outcome.confirmed_by_describe, outcome.attempts) == (3, 0, False, 3)
 
 
 def test_create_that_timed_out_but_happened_is_not_sent_again():
     sm = FakeSageMaker(TIMEOUT, exists_after=1)
     outcome = create_training_job(sm, sm, REQUEST, sleep=lambda s: None)
     assert (sm.creates, sm.describes, outcome.confirmed_by_describe, outcome.arn) == (1, 1, True, "arn:job")
+    assert outcome.attempts == 1
 
 
 def test_create_that_timed_out_and_did_not_happen_is_sent_again():
     sm = FakeSageMaker(TIMEOUT, None)
     outcome = create_training_job(sm, sm, REQUEST, sleep=lambda s: None)
-    assert (sm.creates, sm.describes, outcome.confirmed_by_describe) == (2, 1, False)
+    assert (sm.creates, sm.describes, outcome.confirmed_by_describe, outcome.attempts) == (2, 1, False, 2)
 
 
 def test_resource_in_use_after_a_lost_answer_means_ours():
     # A 5xx whose job was not visible yet; the resend finds the name taken: the first one got through.
     sm = FakeSageMaker(_client_error("InternalFailure", 500), _client_error("ResourceInUse"), exists_after=2)
     outcome = create_training_job(sm, sm, REQUEST, sleep=lambda s: None)
-    assert (sm.creates, outcome.confirmed_by_describe) == (2, True)
+    assert (sm.creates, outcome.confirmed_by_describe, outcome.attempts) == (2, True, 2)
+
+
+def test_attempts_count_the_throttled_and_the_lost_ones_alike():
+    throttle = _client_error("ThrottlingException")
+    found = FakeSageMaker(throttle, throttle, TIMEOUT, exists_after=3)  # the third got through, its answer lost
+    assert create_training_job(found, found, REQUEST, sleep=lambda s: None).attempts == 3
+    taken = FakeSageMaker(throttle, _client_error("InternalFailure", 500), _client_error("ResourceInUse"),
+                          exists_after=3)
+    outcome = create_training_job(taken, taken, REQUEST, sleep=lambda s: None)
+    assert (outcome.attempts, outcome.confirmed_by_describe) == (3, True)
+
+
+def test_the_backoff_doubles_from_half_a_second_to_20_seconds_with_full_jitter(monkeypatch):
+    import random
+
+    monkeypatch.setattr(random, "uniform", lambda low, high: (low, high))  # each wait's range, as drawn from
+    waits: list[Any] = []
+    throttle = _client_error("ThrottlingException")
+    sm = FakeSageMaker(*[throttle] * 7, None)
+    create_training_job(sm, sm, REQUEST, sleep=waits.append)
+    assert waits == [(0, 0.5), (0, 1.0), (0, 2.0), (0, 4.0), (0, 8.0), (0, 16.0), (0, 20.0)]
 
 
 def test_create_errors_that_are_not_ambiguous_are_raised_at_once():
