@@ -213,3 +213,14 @@ def test_azure_token_caches_are_secrets_by_name(path: str) -> None:
     from smtrain.bundle.secret_guard import looks_secret
 
     assert looks_secret(path)
+
+
+@pytest.mark.parametrize("path, secret", [
+    (".ssh/config", True), ("home/user/.ssh/known_hosts", True), ("deep/down/.kube/cache/x.json", True),
+    ("notes/.ssh", False),  # a file named like the directory is no directory of secrets
+    ("docs/ssh/config", False),
+])
+def test_anything_below_a_secret_directory_at_any_depth_is_secret(path: str, secret: bool) -> None:
+    from smtrain.bundle.secret_guard import looks_secret
+
+    assert looks_secret(path) is secret

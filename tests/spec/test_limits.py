@@ -187,3 +187,29 @@ def _bounded_fields(schema: dict[str, Any]) -> set[str]:
 def test_every_bounded_field_of_the_schema_is_tested_here() -> None:
     tested = set(NUMBERS) | set(LENGTHS) | {"metrics[]", "compute.prefer[].count", "compute.prefer[].training_plan"}
     assert _bounded_fields(json_schema()) == tested
+
+
+def test_a_spec_mapping_is_counted_as_the_yaml_reader_counts_nodes() -> None:
+    from smtrain.spec.model import _more_values_than
+
+    data = {"a": [1, 2]}  # the mapping, its key, the list, its two items: 5 values
+    assert _more_values_than(data, 5) is False and _more_values_than(data, 4) is True
+    assert _more_values_than({}, 1) is False and _more_values_than({}, 0) is True
+
+
+def test_a_spec_mapping_within_the_limit_loads(tmp_path: Path) -> None:
+    from smtrain.spec.model import load_spec_data
+    from tests.support.specfiles import BASE
+
+    assert load_spec_data(BASE, tmp_path).spec.name == "test-job"
+
+
+def test_a_long_set_override_is_quoted_at_80_characters_each_side(tmp_path: Path) -> None:
+    key, value = "training." + "k" * 100, "v" * 100 + "yz"
+    try:
+        load_spec(write_spec(tmp_path), [f"{key}={value}"], env={})
+    except SpecError as error:
+        [problem] = error.problems
+    assert problem.location is not None
+    assert problem.location.source == f"--set {key[:75]}...{key[-2:]}={value[:75]}...yz"
+

@@ -105,3 +105,14 @@ def test_the_bundled_entrypoint_still_refuses_a_training_field_as_a_hyperparamet
     out = problems(tmp_path, "hyperparameters:\n  epochs: 2\n")
     assert out == [f"{tmp_path / 'job.yaml'}:10:11: hyperparameters.epochs: 'epochs' is a training field: "
                    "set training.epochs"]
+
+
+def test_a_notebook_entry_point_that_cannot_become_a_script_is_refused_at_its_cell_and_line(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    (tmp_path / "src").mkdir()
+    cells = [new_code_cell("import os"), new_code_cell("x = (1,\ny = 2")]
+    (tmp_path / "src" / "train.ipynb").write_text(nbformat.writes(new_notebook(cells=cells)))
+    out = problems(tmp_path, "code:\n  source_dir: src\n  entry_point: train.ipynb\n")
+    assert len(out) == 1 and "code.entry_point: train.ipynb, cell 2, line 1: syntax error" in out[0], out

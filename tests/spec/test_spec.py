@@ -202,3 +202,16 @@ def test_missing_file(tmp_path):
 
 def test_specfiles_helper_roundtrip(tmp_path):
     assert load_spec(write_spec(tmp_path)).spec.name == "test-job"
+
+
+def test_an_unknown_training_field_is_pointed_to_hyperparameters(tmp_path):
+    def problems(changes):
+        with pytest.raises(SpecError) as info:
+            load_spec(write_spec(tmp_path, changes), env={})
+        return [p.render() for p in info.value.problems]
+
+    [out] = problems({"training": {"dropout": 0.5}})
+    assert "training.dropout: unknown field 'dropout' (known fields: model, epochs," in out
+    assert out.endswith("; a setting for the entry point goes under hyperparameters: instead"), out
+    [nested] = problems({"compute": {"dropout": 0.5}})
+    assert "hyperparameters" not in nested, nested
