@@ -186,7 +186,7 @@ def _apply(text: str, spans: list[tuple[int, int]]) -> str:
         if start > pos:
             out.append(text[pos:start])
             out.append(MASK)
-        elif not out or out[-1] != MASK:
+        elif not out:  # a span from the text's start; else out ends with the MASK this one overlaps
             out.append(MASK)
         pos = end
     out.append(text[pos:])

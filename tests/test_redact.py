@@ -91,6 +91,23 @@ def test_a_shorter_value_that_stands_whole_is_masked_where_a_longer_one_runs_on(
     assert mask_text("secret-x1 y") == f"{MASK} y"
 
 
+def test_a_value_sharing_only_a_prefix_with_the_text_leads_the_search_to_a_shorter_one() -> None:
+    remember({"S1_SECRET": "secret", "S2_SECRET": "secret-a0"})
+    assert mask_text("secret-a1") == f"{MASK}-a1"  # "secret-a0" sorts nearest, shares "secret-a": "secret" is found
+
+
+def test_overlapping_values_at_the_start_of_a_line_are_one_mask() -> None:
+    remember({"A_TOKEN": "x-abcdefghijklmnop", "B_TOKEN": "abcdefghijklmnop-y"})
+    assert mask_text("x-abcdefghijklmnop-y]") == f"{MASK}]"
+
+
+def test_only_a_two_key_mapping_of_text_keys_is_a_name_value_pair() -> None:
+    assert mask_data([{"Name": "DB_PASSWORD", "Value": "hunter2"}]) == [{"Name": "DB_PASSWORD", "Value": MASK}]
+    assert mask_data([{1: "DB_PASSWORD", 2: "hunter2"}]) == [{1: "DB_PASSWORD", 2: "hunter2"}]
+    three = {"Name": "DB_PASSWORD", "Value": "hunter2", "Type": "String"}
+    assert mask_data([three]) == [three]
+
+
 def test_a_long_value_is_masked_wherever_it_stands_and_overlaps_are_masked_whole() -> None:
     remember({"LONG_TOKEN": "canary-long-secret-0001", "A_TOKEN": "x-abcdefghijklmnop", "B_TOKEN": "abcdefghijklmnop-y"})
     assert mask_text("prefixcanary-long-secret-0001suffix") == f"prefix{MASK}suffix"

@@ -224,3 +224,20 @@ def test_anything_below_a_secret_directory_at_any_depth_is_secret(path: str, sec
     from smtrain.bundle.secret_guard import looks_secret
 
     assert looks_secret(path) is secret
+
+
+def test_the_scan_reads_the_first_8_kib_of_text_files_up_to_1_mib(tmp_path: Path) -> None:
+    # The sizes are written here: a changed constant in the code is a failure here.
+    from smtrain.bundle.secret_content import content_head, read_head
+
+    text = b"a = 1\n" * 2000  # 12,000 bytes
+    assert content_head(text) == text[:8192]
+    for size, scanned in ((1048576, True), (1048577, False)):
+        content = b"#" * size
+        path = tmp_path / f"f{size}"
+        path.write_bytes(content)
+        assert (content_head(content) == content[:8192]) is scanned
+        assert (read_head(str(path), size) == content[:8192]) is scanned
+    assert content_head(b"") is None and read_head(str(tmp_path / "f1048576"), 0) is None
+    assert content_head(b"x" * 8191 + b"\0") is None  # a NUL within the head: binary
+    assert content_head(b"x" * 8192 + b"\0") == b"x" * 8192  # after it: the head is text

@@ -125,10 +125,11 @@ def test_only_the_steps_both_runs_recorded_are_compared() -> None:
 
 def test_a_per_replica_batch_given_as_global_trains_on_fewer_examples() -> None:
     reference = _reference(batch=64)
-    planned = _run([_step([e[:16], e[16:32]], loss=s.loss * 1.01) for s in reference.steps for e in [s.replicas[0]]],
-                   2)
+    planned = _run([_step([e[:16], e[16:32]], loss=s.loss * 1.01, inference=s.loss)
+                    for s in reference.steps for e in [s.replicas[0]]], 2, batch_norm=("batch_normalization",))
     verdict = compare(reference, planned)
-    cause = _only(verdict)  # the batch explains it: data and rate are not looked at on other examples
+    # The batch explains it: data and rate are not looked at on other examples, nor the per-replica layers.
+    cause = _only(verdict)
     assert cause.kind == "global_batch" and cause.counts == {"planned_run": 32, "one_device": 64}
     assert cause.says == ("global batch: each step of the planned run trains on 32 examples (16 per replica, "
                           "2 replicas), one device with the planned batch on 64 (32 per replica)")
@@ -384,6 +385,31 @@ def test_a_failed_planned_run() -> None:
     assert cause.kind == "failed"
     assert cause.says == "the planned run failed where one device did not: Host algo-2 exited with 1"
     assert "smtrain submit --local" in cause.fix
+
+
+def test_a_failed_planned_run_is_told_by_the_script_s_own_last_error_line() -> None:
+    reason = ('AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "Traceback (most recent call '
+              'last): /  File \"train.py\", line 9, in <module> / ValueError: shapes (8, 3) and (4,) differ"\n'
+              'Command "/usr/bin/python3 train.py"')
+    cause = _only(failed(reason))
+    assert cause.says == "the planned run failed where one device did not: ValueError: shapes (8, 3) and (4,) differ"
+
+
+def test_a_rate_schedule_the_same_in_both_runs_is_no_cause() -> None:
+    # Warm-up: the rate rises step by step in both runs alike; each run's first step is what is compared.
+    rates = [0.001, 0.002, 0.003, 0.004]
+    reference = _run([_step([_fingerprints(i, 8)], loss=2.0 - 0.1 * i, rate=r) for i, r in enumerate(rates)], 1,
+                     stands_for=2)
+    planned = _run([_step([_fingerprints(i, 8)[:4], _fingerprints(i, 8)[4:]], loss=2.0 - 0.1 * i, rate=r)
+                    for i, r in enumerate(rates)], 2)
+    verdict = compare(reference, planned)
+    assert verdict.equivalent and verdict.causes == ()
+
+
+def test_two_zero_losses_differ_by_nothing() -> None:
+    from smtrain.local.check_verdict import relative
+
+    assert relative(0.0, 0.0) == 0.0 and relative(1.0, 0.0) == 1.0 and relative(2.0, 1.0) == 0.5
 
 
 def test_examples_one_device_never_had_are_augmentation_not_overlap() -> None:

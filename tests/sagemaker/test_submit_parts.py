@@ -89,8 +89,9 @@ def test_resource_in_use_after_a_lost_answer_means_ours():
 
 def test_attempts_count_the_throttled_and_the_lost_ones_alike():
     throttle = _client_error("ThrottlingException")
-    found = FakeSageMaker(throttle, throttle, TIMEOUT, exists_after=3)  # the third got through, its answer lost
-    assert create_training_job(found, found, REQUEST, sleep=lambda s: None).attempts == 3
+    for throttled in (1, 2):  # then one got through, its answer lost
+        found = FakeSageMaker(*[throttle] * throttled, TIMEOUT, exists_after=throttled + 1)
+        assert create_training_job(found, found, REQUEST, sleep=lambda s: None).attempts == throttled + 1
     taken = FakeSageMaker(throttle, _client_error("InternalFailure", 500), _client_error("ResourceInUse"),
                           exists_after=3)
     outcome = create_training_job(taken, taken, REQUEST, sleep=lambda s: None)
