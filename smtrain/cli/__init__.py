@@ -4,7 +4,8 @@
                  exit code; `submit --check` runs check_command's check first
     steps.py     what commands share: spec + every --set, catalog, the library's checks shown, follow a job
     options.py   the arguments and options several commands take (SPEC, --set, --strict, --timeout, --region, -o)
-    guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback)
+    guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback);
+                 GuardedGroup, the top command: a usage error's document when the line asks for -o json/yaml
     render.py    text for people, JSON/YAML with stable keys for pipelines
     costs.py     what jobs cost in `status` and `list --cost`, as text (the pricing is the library's)
     quota_check.py  the Service Quotas check of `submit` and `plan --check`: its lines, exit 5 when nothing fits
