@@ -58,6 +58,9 @@ def test_a_tuned_learning_rate_is_the_one_replica_rate(tmp_path: Path) -> None:
     assert any("global batch is it x 4 replicas" in n for n in tp.notes)
     tp = _plan(tmp_path, {"training": {"lr_scaling": "none"}})
     assert "x 1 (none scaling" in next(n for n in tp.notes if n.startswith("training.learning_rate"))
+    tp = _plan(tmp_path, tuning={"ranges": {"training.learning_rate": {"values": [0.001, 0.002]}}})
+    [rate] = [n for n in tp.notes if n.startswith("training.learning_rate")]
+    assert rate.endswith("so 0.001, 0.002 train at 0.004, 0.008")
 
 
 def test_the_objective_must_be_a_metric_the_job_defines(tmp_path: Path) -> None:

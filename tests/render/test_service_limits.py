@@ -202,6 +202,18 @@ def test_request_paths_map_back_to_spec_fields(tmp_path):
     assert {path: spec_field(path, request, plan.spec) for path in cases} == cases
 
 
+def test_the_code_channel_of_an_isolated_job_maps_to_the_output(tmp_path):
+    # With network isolation the bundle goes in as a channel of its own, under the output: its values are
+    # the output's doing, the channel list the inputs'.
+    plan = build_plan(load_spec(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"},
+                                                      "network": {"isolation": True}}), env={}), CATALOG)
+    request = preview_request(plan)
+    [code] = [i for i, c in enumerate(request["InputDataConfig"]) if c["ChannelName"] == "code"]
+    assert spec_field(("InputDataConfig", code), request, plan.spec) == ("inputs",)
+    assert spec_field(("InputDataConfig", code, "DataSource", "S3DataSource", "S3Uri"), request, plan.spec) == (
+        "output",)
+
+
 @pytest.mark.parametrize("config", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_config_passes(config):
     plan = build_plan(load_spec(config, env={}), CATALOG)
