@@ -59,7 +59,7 @@ GROUPS = (
             for name in (
                 "test_spec", "test_value_rules", "test_yaml_hardening", "test_tuning_spec",
                 "test_capacity_spec", "test_own_script_spec", "test_trailing_newline", "test_script_args",
-                "test_starter", "test_tensorboard_field", "test_schema_agreement",
+                "test_starter", "test_tensorboard_field", "test_schema_agreement", "test_limits",
             )
         ),
     ),
