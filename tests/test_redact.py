@@ -96,6 +96,23 @@ def test_a_value_sharing_only_a_prefix_with_the_text_leads_the_search_to_a_short
     assert mask_text("secret-a1") == f"{MASK}-a1"  # "secret-a0" sorts nearest, shares "secret-a": "secret" is found
 
 
+def test_a_value_at_the_very_end_of_the_text_is_masked() -> None:
+    remember({"MY_SECRET": "abc123"})
+    assert mask_text("id abc123") == f"id {MASK}"
+
+
+def test_values_of_16_characters_or_more_are_masked_inside_words_shorter_ones_not() -> None:
+    remember({"A_TOKEN": "abcdefghijklmnop", "B_TOKEN": "qrstuvwxyz01234"})  # 16 and 15 characters
+    assert mask_text("xabcdefghijklmnopx") == f"x{MASK}x"
+    assert mask_text("xqrstuvwxyz01234x") == "xqrstuvwxyz01234x"
+
+
+def test_a_value_inside_another_and_a_third_overlapping_the_first_are_one_mask() -> None:
+    text = "k3v9m2x7q1w8e4r6t5y0u2i9o3p7a1s8d6f4g2h5"  # 40 characters
+    remember({"A_TOKEN": text[:30], "B_TOKEN": text[3:20], "C_TOKEN": text[24:]})  # C: 16 characters
+    assert mask_text(f"[{text}]") == f"[{MASK}]"
+
+
 def test_overlapping_values_at_the_start_of_a_line_are_one_mask() -> None:
     remember({"A_TOKEN": "x-abcdefghijklmnop", "B_TOKEN": "abcdefghijklmnop-y"})
     assert mask_text("x-abcdefghijklmnop-y]") == f"{MASK}]"
@@ -106,6 +123,7 @@ def test_only_a_two_key_mapping_of_text_keys_is_a_name_value_pair() -> None:
     assert mask_data([{1: "DB_PASSWORD", 2: "hunter2"}]) == [{1: "DB_PASSWORD", 2: "hunter2"}]
     three = {"Name": "DB_PASSWORD", "Value": "hunter2", "Type": "String"}
     assert mask_data([three]) == [three]
+    assert mask_data([{"Name": 5, "Value": "hunter2"}]) == [{"Name": 5, "Value": "hunter2"}]
 
 
 def test_a_long_value_is_masked_wherever_it_stands_and_overlaps_are_masked_whole() -> None:
