@@ -293,3 +293,10 @@ def test_the_defaults_a_minimal_spec_renders_are_pinned(tmp_path):
         "epochs": "10", "batch_size_per_replica": "64", "learning_rate": "0.001", "lr_scaling": '"linear"',
         "warmup_epochs": "0", "optimizer": '"adam"', "mixed_precision": '"auto"', "sagemaker_container_log_level": "20"}
     assert "EnableManagedSpotTraining" not in request and "CheckpointConfig" not in request
+
+
+def test_the_plan_tells_mixed_precision_on_the_gpu_for_the_bundled_entrypoint_only(tmp_path):
+    bundled = plan_for(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}})
+    assert bundled.summary()["instance"]["mixed_precision"] is not None
+    own = plan_for(tmp_path, {**OWN, "compute": {"instance_type": "ml.g5.xlarge"}})
+    assert own.summary()["instance"]["mixed_precision"] is None  # the script decides its own

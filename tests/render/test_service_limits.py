@@ -202,6 +202,42 @@ def test_request_paths_map_back_to_spec_fields(tmp_path):
     assert {path: spec_field(path, request, plan.spec) for path in cases} == cases
 
 
+def test_too_many_hyperparameters_say_how_many_smtrain_adds(tmp_path):
+    # 101 of the spec's, the bundled entrypoint's 11 training fields, the contract's 6 (sagemaker_program,
+    # sagemaker_submit_directory, sagemaker_container_log_level, sagemaker_job_name, sagemaker_region, model_dir).
+    _, problems = refused(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"},
+                                     "hyperparameters": {f"hp{i}": i for i in range(101)}})
+    assert [p.message for p in problems] == [
+        "118 entries, more than the 100 SageMaker accepts; 6 of them are added by smtrain for SageMaker's TensorFlow "
+        "contract (HyperParameters in CreateTrainingJob)"]
+
+
+def test_a_local_output_leaves_the_other_fields_limits_checked(tmp_path):
+    # ("hyperparameters",) sorts before the local-only ("output",): only the fields under it are left aside.
+    _, problems = refused(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}, "output": "out",
+                                     "hyperparameters": {f"hp{i}": i for i in range(101)}})
+    assert [p.path for p in problems] == [("hyperparameters",)]
+
+
+def test_a_request_that_cannot_render_is_left_unchecked_only_beside_other_problems(tmp_path, monkeypatch):
+    from smtrain.render import checked_plan as checking
+    from smtrain.spec.problems import Problem
+
+    plan = build_plan(load_spec(write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}}), env={}),
+                      CATALOG)
+    found = Problem(("compute",), "a problem of the plan")
+
+    def broken(plan):
+        raise ValueError("the request cannot render")
+
+    monkeypatch.setattr(checking, "preview_problems", broken)
+    monkeypatch.setattr(checking, "plan_with_problems", lambda *a, **k: (plan, [found]))
+    assert checking.checked_plan_with_problems(None, CATALOG) == (plan, [found])  # the plan's problems come first
+    monkeypatch.setattr(checking, "plan_with_problems", lambda *a, **k: (plan, []))
+    with pytest.raises(ValueError, match="cannot render"):  # with none, a request that cannot render is a bug
+        checking.checked_plan_with_problems(None, CATALOG)
+
+
 def test_the_code_channel_of_an_isolated_job_maps_to_the_output(tmp_path):
     # With network isolation the bundle goes in as a channel of its own, under the output: its values are
     # the output's doing, the channel list the inputs'.
