@@ -96,6 +96,28 @@ def test_a_value_sharing_only_a_prefix_with_the_text_leads_the_search_to_a_short
     assert mask_text("secret-a1") == f"{MASK}-a1"  # "secret-a0" sorts nearest, shares "secret-a": "secret" is found
 
 
+def test_values_nested_under_a_secret_name_are_remembered_too() -> None:
+    remember({"DB_PASSWORD": {"primary": "hunter2-abcdef", "replicas": ["hunter3-ghijkl"]}})
+    assert mask_text("a hunter2-abcdef b hunter3-ghijkl") == f"a {MASK} b {MASK}"
+
+
+def test_a_new_process_masks_its_secret_variables_from_the_first_call() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SMTRAIN_TEST_TOKEN": "s3cr3t-value-from-env"}
+    out = subprocess.run([sys.executable, "-c", "from smtrain.redact import mask_text; "
+                          "print(mask_text('token s3cr3t-value-from-env'))"], env=env, capture_output=True, text=True)
+    assert out.stdout == f"token {MASK}\n", out.stderr
+
+
+def test_the_search_goes_back_past_unrelated_values_to_the_prefix_that_stands() -> None:
+    remember({f"A{i}_SECRET": f"aaaaaa{i:02d}" for i in range(10)})  # ten values sorting before the two below
+    remember({"S1_SECRET": "secret", "S2_SECRET": "secret-a0"})
+    assert mask_text("secret-a1") == f"{MASK}-a1"
+
+
 def test_a_value_at_the_very_end_of_the_text_is_masked() -> None:
     remember({"MY_SECRET": "abc123"})
     assert mask_text("id abc123") == f"id {MASK}"

@@ -378,6 +378,23 @@ def test_data_and_rate_together_are_both_named() -> None:
     assert [c.kind for c in compare(reference, planned).causes] == ["data", "learning_rate"]
 
 
+def test_a_nan_anywhere_in_the_verdict_is_null_in_its_json() -> None:
+    reference = _reference()
+    losses = [s.loss for s in reference.steps]
+    losses[1] = math.nan
+    data = compare(reference, _split(reference, losses=losses)).to_dict()
+    assert data["per_step"][1]["planned_run"] is None and data["loss_difference"] is None
+    assert data["per_step"][0]["planned_run"] == reference.steps[0].loss
+
+
+def test_a_batch_cause_on_one_replica_says_the_batch_per_replica_whole() -> None:
+    reference = _run([_step([_fingerprints(i, 8)]) for i in range(2)], 1)
+    planned = _run([_step([_fingerprints(i, 16)], loss=2.2) for i in range(2)], 1)
+    assert _only(compare(reference, planned)).says == (
+        "global batch: each step of the planned run trains on 16 examples (16 per replica, 1 replica), one device "
+        "with the planned batch on 8 (8 per replica)")
+
+
 def test_a_failed_planned_run() -> None:
     verdict = failed("Host algo-2 exited with 1")
     assert not verdict.equivalent and verdict.first_step == 1 and verdict.steps == 0

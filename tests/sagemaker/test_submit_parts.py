@@ -109,6 +109,17 @@ def test_the_backoff_doubles_from_half_a_second_to_20_seconds_with_full_jitter(m
     assert waits == [(0, 0.5), (0, 1.0), (0, 2.0), (0, 4.0), (0, 8.0), (0, 16.0), (0, 20.0)]
 
 
+@pytest.mark.parametrize("status, ambiguous", [(499, False), (500, True), (503, True)])
+def test_a_server_error_may_have_made_the_job_a_client_error_not(status, ambiguous):
+    sm = FakeSageMaker(_client_error("SomeError", status), exists_after=1)
+    if ambiguous:
+        assert create_training_job(sm, sm, REQUEST, sleep=lambda s: None).confirmed_by_describe
+    else:
+        with pytest.raises(ClientError):
+            create_training_job(sm, sm, REQUEST, sleep=lambda s: None)
+    assert sm.describes == (1 if ambiguous else 0)
+
+
 def test_create_errors_that_are_not_ambiguous_are_raised_at_once():
     for error in (_client_error("ResourceInUse"), _client_error("ResourceLimitExceeded"),
                   EndpointConnectionError(endpoint_url="http://sagemaker")):
