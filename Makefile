@@ -47,13 +47,14 @@ lint: install
 # dependencies stay out of the tests'). Not part of CI.
 MUTATION_VENV := .venv-mutation
 MUTATION_MINUTES ?= 30
+MUTATION_ARGS ?=
 $(MUTATION_VENV)/.installed:
 	$(PYTHON) -m venv $(MUTATION_VENV)
 	$(MUTATION_VENV)/bin/pip install --quiet cosmic-ray==8.7.0
 	touch $@
 
 mutation: install $(MUTATION_VENV)/.installed
-	$(MUTATION_VENV)/bin/python -m tests.tools.mutation --python $(BIN)/python --minutes $(MUTATION_MINUTES)
+	$(MUTATION_VENV)/bin/python -m tests.tools.mutation --python $(BIN)/python --minutes $(MUTATION_MINUTES) $(MUTATION_ARGS)
 
 demo: install
 	bash scripts/demo.sh

@@ -263,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", required=True, help="the Python of the project's environment (.venv)")
     parser.add_argument("--minutes", type=float, default=30.0, help="the time budget of the mutants' runs")
     parser.add_argument("--jobs", type=int, default=2, help="groups run at once (one pytest each)")
-    parser.add_argument("--seed", type=int, default=0, help="the sample's seed: the same seed, the same mutants")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the sample's seed: the same seed and --per-group, the same mutants of the same code")
+    parser.add_argument("--per-group", type=int, help="mutants drawn per group (default: as many as fit --minutes)")
     parser.add_argument("--group", action="append", choices=[g.name for g in GROUPS], help="only these groups")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "mutation")
     parser.add_argument("--fail-under", type=float, default=90.0, help="exit 1 below this percentage killed")
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         # fit the budget when a mutant costs its group's baseline (a killed one costs less: it stops at its
         # first failure).
         lane_seconds = args.minutes * 60 * args.jobs
-        per_group = max(1, math.floor(lane_seconds / sum(p.baseline_s for p in prepared)))
+        per_group = args.per_group or max(1, math.floor(lane_seconds / sum(p.baseline_s for p in prepared)))
         rng = random.Random(args.seed)
         for p in prepared:
             p.sampled = _sample(p, per_group, rng)
