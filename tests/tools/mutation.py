@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import json
 import math
@@ -26,12 +27,15 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 ANNOTATION = "in a type hint"
@@ -129,11 +133,10 @@ def _prepare(group: Group, python: str, scratch: Path) -> Prepared:
     _copy_tree(work)
     _cosmic_ray("init", _write_config(work, group, python, timeout_s=600), cwd=work)
     started = time.monotonic()
-    baseline = subprocess.run(shlex.split(_test_command(python, group)), cwd=work, env=_env(work),
-                              capture_output=True, text=True)
+    code, out = _started(shlex.split(_test_command(python, group)), work)
     baseline_s = time.monotonic() - started
-    if baseline.returncode != 0:
-        raise SystemExit(f"mutation: {group.name}: the tests fail without any mutant:\n{baseline.stdout[-3000:]}")
+    if code != 0:
+        raise SystemExit(f"mutation: {group.name}: the tests fail without any mutant:\n{out[-3000:]}")
     from cosmic_ray.work_db import WorkDB, use_db
 
     with use_db(str(work / "session.sqlite"), WorkDB.Mode.open) as db:
@@ -158,12 +161,62 @@ def _write_config(work: Path, group: Group, python: str, timeout_s: float) -> Pa
 
 def _cosmic_ray(command: str, config: Path, cwd: Path) -> None:
     # Its console script beside this Python: the package has no __main__.
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "cosmic-ray"), command, str(config), "session.sqlite"],
-        cwd=cwd, env=_env(cwd), capture_output=True, text=True,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"mutation: cosmic-ray {command} failed in {cwd.name}:\n{done.stderr[-3000:]}")
+    code, out = _started([str(Path(sys.executable).parent / "cosmic-ray"), command, str(config), "session.sqlite"],
+                         cwd)
+    if code != 0:
+        raise SystemExit(f"mutation: cosmic-ray {command} failed in {cwd.name}:\n{out[-3000:]}")
+
+
+_RUNNING: set[subprocess.Popen[str]] = set()
+
+
+def _started(command: list[str], cwd: Path) -> tuple[int, str]:
+    """Run `command` in a session of its own (its exit code, its output), so that an interrupted run can end
+    it and whatever it started (pytest's subprocesses included) before the copies are removed."""
+    proc = subprocess.Popen(command, cwd=cwd, env=_env(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    _RUNNING.add(proc)
+    try:
+        out, _ = proc.communicate()
+    finally:
+        _RUNNING.discard(proc)
+    return proc.returncode, out
+
+
+def _in_lanes(work: Callable[[Any], Any], items: list[Any], lanes: int) -> list[Any]:
+    """work(item) for every item, `lanes` at once; on Ctrl-C or SIGTERM every process started is ended first
+    (the pool waits for its threads, which wait for their processes)."""
+    with ThreadPoolExecutor(lanes) as pool:
+        try:
+            return list(pool.map(work, items))
+        except BaseException:
+            for proc in list(_RUNNING):
+                # cosmic-ray runs each pytest in a session of its own: its descendants are ended one by one.
+                for pid in [proc.pid, *_descendants(proc.pid)]:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+            raise
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, read from /proc (Linux; elsewhere none are found and only `pid` is ended)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, pending = [], [pid]
+    while pending:
+        below = children.get(pending.pop(), [])
+        found += below
+        pending += below
+    return found
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _env(work: Path) -> dict[str, str]:
@@ -273,10 +326,10 @@ def main(argv: list[str] | None = None) -> int:
     groups = [g for g in GROUPS if not args.group or g.name in args.group]
     python = str(Path(args.python).absolute())
 
+    signal.signal(signal.SIGTERM, _terminated)  # as Ctrl-C: the processes ended, the copies removed
     scratch = Path(tempfile.mkdtemp(prefix="smtrain-mutation-"))
     try:
-        with ThreadPoolExecutor(args.jobs) as pool:
-            prepared = list(pool.map(lambda g: _prepare(g, python, scratch), groups))
+        prepared = _in_lanes(lambda g: _prepare(g, python, scratch), groups, args.jobs)
         # Each group gets the same number of mutants (each module set counts alike in the figure), as many as
         # fit the budget when a mutant costs its group's baseline (a killed one costs less: it stops at its
         # first failure).
@@ -288,8 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mutation: {p.group.name}: {p.sampled} of {p.mutants} mutants sampled "
                   f"(tests {p.baseline_s:.1f} s a run)", flush=True)
         prepared.sort(key=lambda p: p.sampled * p.baseline_s, reverse=True)  # the longest first: lanes end together
-        with ThreadPoolExecutor(args.jobs) as pool:
-            list(pool.map(lambda p: _run(p, python, max(60.0, 5 * p.baseline_s)), prepared))
+        _in_lanes(lambda p: _run(p, python, max(60.0, 5 * p.baseline_s)), prepared, args.jobs)
         report = {"seed": args.seed, "minutes": args.minutes, "groups": {}}
         all_survivors = []
         for p in prepared:
@@ -315,4 +367,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("mutation: interrupted: every process it started ended, its copies removed", file=sys.stderr)
+        sys.exit(130)
