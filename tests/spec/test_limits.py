@@ -11,7 +11,7 @@ import pytest
 
 from smtrain.spec.model import json_schema, load_spec
 from smtrain.spec.problems import SpecError
-from tests.support.specfiles import write_spec
+from tests.support.specfiles import merged, write_spec
 
 UNBOUNDED = 2**53 - 1  # JSON Schema's maximum for a whole number with no upper limit of its own
 
@@ -33,13 +33,6 @@ def _with(field: str, value: Any, context: dict[str, Any] | None = None) -> dict
     return out
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 def _problems(tmp_path: Path, changes: dict[str, Any]) -> list[str]:
     try:
         load_spec(write_spec(tmp_path, changes), env={})
@@ -53,7 +46,7 @@ NUMBERS: dict[str, tuple[Any, Any, dict[str, Any] | None]] = {
     "compute.nodes": (1, 100, None),
     "compute.gpus_per_node": (1, None, None),
     "compute.max_run": (1, 2419200, None),
-    "compute.max_wait": (1, 2419200, _merge(SPOT, {"compute": {"max_run": 1}})),
+    "compute.max_wait": (1, 2419200, merged(SPOT, {"compute": {"max_run": 1}})),
     "compute.keep_alive": (0, None, None),
     "compute.max_pending": (1800, 2419200, None),
     "compute.max_retry_attempts": (1, 30, None),
