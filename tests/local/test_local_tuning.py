@@ -32,7 +32,7 @@ from smtrain.spec.model import load_spec
 from tests.local.support import alive, pids_of, spec_file
 from tests.spec.inprocess import run
 from tests.support import ROOT
-from tests.support.cli_runner import start_smtrain
+from tests.support.cli_runner import running_smtrain
 
 REGEX = {d["Name"]: d["Regex"] for d in metric_definitions()}
 TUNING_KEYS = {"tuning_name", "backend", "status", "objective", "strategy", "requested_strategy", "seed", "created",
@@ -268,8 +268,8 @@ def test_when_every_trial_fails_the_table_says_so_and_the_exit_code_is_1(tmp_pat
 def test_sigterm_stops_the_running_trial_and_records_the_tuning_stopped(tmp_path: Path) -> None:
     path = _script_spec(tmp_path, {"hyperparameters.wait": {"values": ["yes", "no"]}})
     home = tmp_path / "home"
-    proc = start_smtrain("tune", str(path), "--local", "--job-name", "cancelled", env={"SMTRAIN_HOME": str(home)})
-    try:
+    with running_smtrain("tune", str(path), "--local", "--job-name", "cancelled",
+                         env={"SMTRAIN_HOME": str(home)}) as proc:
         log = LocalBackend(home).store.log_dir("cancelled-001") / "algo-1.log"  # a trial's lines go to its log
         deadline = time.monotonic() + 60
         while "waiting" not in (log.read_text() if log.exists() else ""):  # the first trial's script runs
@@ -277,9 +277,6 @@ def test_sigterm_stops_the_running_trial_and_records_the_tuning_stopped(tmp_path
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 143, err
     assert err.rstrip().endswith("interrupted (SIGTERM)") and "Traceback" not in err, err
     tuning = read_local_tuning("cancelled", home)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import moto_server
-from tests.support.cli_runner import smtrain, start_smtrain
+from tests.support.cli_runner import running_smtrain, smtrain
 from tests.support.moto_server import BUCKET, QUOTA, THROTTLE, Fault, MotoServer, live_spec
 
 # The live server's fixtures (see tests/moto_server.py).
@@ -292,16 +292,14 @@ def test_sigterm_during_the_upload_is_an_interrupt_that_creates_no_job(aws: Moto
     aws.control.inject("PutObject", Fault(hold=held, arrived=arrived))
     temp = tmp_path / "tmp"
     temp.mkdir()
-    proc = start_smtrain("submit", str(live_spec(tmp_path)), "--job-name", "cut-short",
-                         env={**aws.env(tmp_path), "TMPDIR": str(temp)})
-    try:
-        assert arrived.wait(60), "the upload never reached the server"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        held.set()
-        if proc.poll() is None:
-            proc.kill()
+    with running_smtrain("submit", str(live_spec(tmp_path)), "--job-name", "cut-short",
+                         env={**aws.env(tmp_path), "TMPDIR": str(temp)}) as proc:
+        try:
+            assert arrived.wait(60), "the upload never reached the server"
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            held.set()  # the server's thread goes on
     assert proc.returncode == 143, err
     assert err.rstrip().splitlines()[-1] == "interrupted (SIGTERM)" and "Traceback" not in err, err
     assert out == ""

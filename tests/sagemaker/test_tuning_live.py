@@ -20,7 +20,7 @@ from smtrain.render.service_model import check_request
 from tests.sagemaker.test_lifecycle import JOB_KEYS
 from tests.spec.inprocess import run
 from tests.support import moto_server
-from tests.support.cli_runner import read_until, start_smtrain
+from tests.support.cli_runner import read_until, running_smtrain
 from tests.support.moto_server import BUCKET, THROTTLE, Fault, MotoServer, live_spec
 from tests.support.moto_tuning import add_trial, set_trial, set_tuning_status
 
@@ -335,15 +335,11 @@ def test_strategies_reach_the_request(aws: MotoServer, tmp_path: Path, strategy:
 
 def test_sigterm_while_tune_waits_leaves_the_tuning_job_running_and_says_how_to_follow(aws: MotoServer,
                                                                                       tmp_path: Path) -> None:
-    proc = start_smtrain("tune", str(_spec(tmp_path)), "--job-name", "tune-term", "--wait",
-                         env=aws.env(tmp_path))
-    try:
+    with running_smtrain("tune", str(_spec(tmp_path)), "--job-name", "tune-term", "--wait",
+                         env=aws.env(tmp_path)) as proc:
         read_until(proc.stderr, "tune-term: InProgress")  # in its wait: it has described the tuning job
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 143, err
     assert "tune-term keeps running; reattach with: smtrain wait tune-term" in err
     assert err.rstrip().endswith("interrupted (SIGTERM)") and "Traceback" not in err, err

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -31,6 +32,20 @@ def start_smtrain(*args: str, env: Mapping[str, str] | None = None, cwd: Path | 
     starts a program); stdout and stderr are pipes."""
     return subprocess.Popen([sys.executable, "-m", "smtrain", *args], cwd=cwd or ROOT, env=_env(env), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=like_a_terminal)
+
+
+@contextlib.contextmanager
+def running_smtrain(*args: str, env: Mapping[str, str] | None = None,
+                    cwd: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+    """start_smtrain() for a `with` block: a command still running when the block ends (a failed assertion)
+    is killed, so no test leaves one behind."""
+    proc = start_smtrain(*args, env=env, cwd=cwd)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def read_until(stream: IO[str], words: str, timeout: float = 60) -> str:
