@@ -371,7 +371,10 @@ class LocalBackend:
                         f"{body['CheckpointConfig']['S3Uri']}")
         bundle = Path(request.source_uri) if not request.source_uri.startswith("s3://") \
             else job_dir / "sourcedir.tar.gz"
-        write_bundle(request.bundle.data, bundle)
+        try:
+            write_bundle(request.bundle.data, bundle)
+        except OSError as exc:  # as SageMaker fails a job whose code it cannot download
+            raise _JobFailed(f"ClientError: cannot write the code bundle {bundle}: {exc.strerror or exc}") from exc
         hosts = lay_out(name, plan.region, body, hyperparameters, self.store.hosts_dir(name), bundle,
                         environment=environment, python_path=replicas.python_path)
         output.note(replicas.summary(hosts.machine.num_gpus))

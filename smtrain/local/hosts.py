@@ -78,8 +78,12 @@ def write_bundle(data: bytes, path: Path) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a file-size limit, a signal: no partial bundle is left
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def unpack(bundle: Path, target: Path) -> None:

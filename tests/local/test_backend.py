@@ -387,3 +387,20 @@ def test_a_model_archive_that_cannot_be_written_fails_the_job_with_its_cause(tmp
                                   f"hosts saved is still in {backend.store.hosts_dir(job.name)})")
     assert sorted(p.name for p in artifacts.iterdir()) == ["output.tar.gz"]  # no partial model.tar.gz
     assert backend.store.read(job.name)["status"] == "Failed"
+
+
+def test_a_code_bundle_that_cannot_be_written_fails_the_job_with_its_cause(tmp_path: Path) -> None:
+    """A full disk under the code bundle, for real (its temporary name, this process's, is /dev/full): the job is
+    Failed as SageMaker fails one whose code it cannot fetch, with the file and the cause; nothing partial is
+    left (was exit 70, `internal error: OSError`, and a .tmp beside the bundle; seen with `ulimit -f`)."""
+    plan = make_plan(tmp_path)
+    request = local_request(plan, "no-room")
+    bundle = Path(request.source_uri)
+    bundle.parent.mkdir(parents=True)
+    (bundle.parent / f".{bundle.name}.{os.getpid()}.tmp").symlink_to("/dev/full")
+    backend = LocalBackend(tmp_path / "home")
+    job = backend.run(request, stream=io.StringIO(), grace=FAST_GRACE)
+    assert (job.status, job.failure_reason) == (
+        "Failed", f"ClientError: cannot write the code bundle {bundle}: No space left on device")
+    assert not [p for p in bundle.parent.iterdir() if bundle.name in p.name]  # no bundle, no temporary one
+    assert backend.store.read("no-room")["status"] == "Failed"
