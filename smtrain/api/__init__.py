@@ -6,6 +6,7 @@
     validation.py   validate() -> Validation: every problem of a spec file in one run, stage by stage
     code_checks.py  the code's checks before packing (bundle, preflight), refusals of findings and local places
     submitting.py   dry_run(), submit() -> Job: SageMaker, or here (local=True); the quota check before an upload
+    importing.py    import_launcher(), import_job(): an SDK v2 launcher or a training job written as a spec file
     tuning.py       tune(), tune_dry_run(), tune_here(): a tuning job on SageMaker, or trials here
     checking.py     check() -> CheckResult: the first steps on one device and in the planned layout, compared here
     job.py          Job: status, wait, logs, metrics, event files, cost, stop, model_uri; Job.attach(name)

@@ -13,6 +13,8 @@
     follow.py    what Ctrl-C leaves behind while a command stays with a job
     closed_output.py  a closed stdout (`| head`) ends any command quietly, exit 141
     tensorboard_program.py  where TensorBoard is installed (an optional extra), and running it on a logdir
+    shown_paths.py  a path as the user would type it in the next command
+    import_command.py  `smtrain import LAUNCHER` / `--job NAME`: an SDK v2 launcher or a training job as a spec
     tune_command.py  `smtrain tune SPEC`: a SageMaker tuning job (--dry-run, --wait), or trials here (--local)
     tuning_render.py  tuning for people: plan's tuning lines, the dry run, the created job, a tuning job's status
     metrics_command.py  `smtrain metrics JOB`, and the metrics summary that ends `submit --wait` / `--local`

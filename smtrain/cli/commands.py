@@ -14,8 +14,10 @@ from smtrain import exit_codes
 from smtrain.cli import steps
 from smtrain.cli.check_command import check, data_option, random_option, run_check, steps_option
 from smtrain.cli.guard import GuardedGroup, guard
+from smtrain.cli.import_command import import_
 from smtrain.cli.metrics_command import metrics
 from smtrain.cli.options import output_option, region_option, set_option, spec_argument, strict_option, timeout_option
+from smtrain.cli.shown_paths import shown_path as _shown
 from smtrain.cli.tune_command import tune
 from smtrain.errors import UserError, raise_terminated
 from smtrain.jobs import JOB_STATUSES, exit_code_for
@@ -524,17 +526,6 @@ def _init_example(name: str, force: bool, output: str) -> None:
                                                                f"{_shown(written.spec)} --local" if data else ""))
 
 
-def _shown(path: Path) -> str:
-    """A path as the user would type it: relative to the working directory where it is under it."""
-    import shlex
-
-    try:
-        text = str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        text = str(path)
-    return shlex.quote(text)
-
-
 @main.command()
 @click.argument("script", required=False, type=click.Path(dir_okay=True, path_type=Path))
 @click.argument("spec_file", metavar="[SPEC]", required=False, type=click.Path(path_type=Path))
@@ -640,6 +631,7 @@ def completion(shell: str) -> None:
 main.add_command(metrics)
 main.add_command(tune)
 main.add_command(check)
+main.add_command(import_)
 
 
 if __name__ == "__main__":  # pragma: no cover

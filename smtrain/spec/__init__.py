@@ -18,6 +18,11 @@
                     in order, magics and ! lines rewritten line for line, every problem at its cell and line
     script_args.py  the options a script's argparse declares and how it parses, read with ast
     script_reads.py what a script imports and reads that decides its job (Horovod, TF_CONFIG), read with ast
+    launcher.py     an SDK v2 launcher (.py or .ipynb) read with ast, never run: its TensorFlow(...)/Estimator(...)
+                    call's values (or what each is when the launcher computes it), its fit()'s inputs
+    sdk_arguments.py  SDK v2 estimator arguments (a launcher's or a described job's) -> spec data, and each
+                    argument not carried over with where and why (`smtrain import`)
+    imported_spec.py  an imported spec's YAML text, its notes as comments
     starter.py      `smtrain init`: a commented starting spec for an existing script or notebook
     tuning.py       the `tuning:` section (TuningSpec): objective, strategy, limits, ranges checked against
                     the tuned field's own rules; trial_overrides() for one trial's spec

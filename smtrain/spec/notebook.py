@@ -227,6 +227,23 @@ def _notebook_json(data: bytes) -> Any:
     return nb
 
 
+def code_cells(path: Path) -> list[tuple[int, list[str]]]:
+    """A notebook's code cells as (number among all its cells, from 1; the cell's lines), read and validated as
+    an entry point's are, for readers that run nothing (`smtrain import`); NotebookError for the notebook."""
+    try:
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise NotebookError(path.name, [NotebookProblem(None, None, f"over the {MAX_NOTEBOOK_BYTES // 10**6} MB "
+                                                                          "smtrain reads of a notebook")])
+        data = path.read_bytes()
+    except OSError as exc:
+        raise NotebookError(path.name, [NotebookProblem(None, None, f"cannot be read: {exc.strerror or exc}")]) from None
+    try:
+        nb = _notebook_json(data)
+    except NotebookError as exc:
+        raise NotebookError(path.name, exc.problems) from None
+    return [(i + 1, _lines(_source(cell))) for i, cell in enumerate(nb.cells) if cell.get("cell_type") == "code"]
+
+
 def _kernel_language(metadata: Any) -> str | None:
     for key, field in (("kernelspec", "language"), ("language_info", "name")):
         section = metadata.get(key)

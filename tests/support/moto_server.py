@@ -11,7 +11,8 @@ threaded server serves from them) to add, each marked "moto lacks" below:
 * jobs that start InProgress and change state only when a test says so (moto makes every job
   Completed at creation): :meth:`MotoServer.set_status`;
 * ``OutputDataConfig.KmsKeyId`` in DescribeTrainingJob (AWS always returns it, the SDK reads it);
-* ``Environment`` in DescribeTrainingJob (moto drops it at creation);
+* ``Environment`` in DescribeTrainingJob (moto drops it at creation), and RetryStrategy, ProfilerConfig and the
+  other members of DESCRIBED_AS_CREATED;
 * a record of every CreateTrainingJob body exactly as received (:attr:`Control.create_requests`);
 * hyperparameter tuning jobs that start InProgress, scripted trials, Stop and
   ListTrainingJobsForHyperParameterTuningJob, the received create body (tests/support/moto_tuning.py);
@@ -146,6 +147,12 @@ class Control:
         self.quotas.reset()
 
 
+# CreateTrainingJob members DescribeTrainingJob answers with (botocore's DescribeTrainingJobResponse) that moto
+# does not keep.
+DESCRIBED_AS_CREATED = ("RetryStrategy", "ProfilerConfig", "ProfilerRuleConfigurations", "RemoteDebugConfig",
+                        "InfraCheckConfig")
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -213,6 +220,7 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
                 job = self.sagemaker_backend.training_jobs[body["TrainingJobName"]]
                 job.algorithm_specification = body["AlgorithmSpecification"]
                 job.final_metric_data_list = []
+                job.described_extra = {k: body[k] for k in DESCRIBED_AS_CREATED if k in body}
                 control.mark_created(body["TrainingJobName"])
             if fault and fault.delay_after:
                 time.sleep(fault.delay_after)
@@ -229,7 +237,17 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
             fault.raise_error(s3=True)
         return original_put(self, *args, **kwargs)
 
+    original_response = sm_models.FakeTrainingJob.response_object
+
+    def response_object(self: Any) -> dict[str, Any]:
+        response = original_response.fget(self)
+        # moto lacks: these members of the create request in DescribeTrainingJob's answer, as AWS gives them.
+        for key, value in getattr(self, "described_extra", {}).items():
+            response.setdefault(key, value)
+        return response
+
     patches: list[tuple[Any, str, Any]] = [
+        (sm_models.FakeTrainingJob, "response_object", property(response_object)),
         (backend_cls, "create_training_job", create_training_job),
         (backend_cls, "stop_training_job", stop_training_job_model),
         (SageMakerResponse, "stop_training_job", stop_training_job_response),

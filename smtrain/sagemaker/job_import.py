@@ -1,0 +1,210 @@
+"""An existing training job (DescribeTrainingJob, its tags, its code archive) as the SDK v2 estimator arguments that
+would make it again, for `smtrain import --job`: any tool's job becomes a spec (smtrain.spec.sdk_arguments).
+
+The code archive the job ran (sagemaker_submit_directory) is downloaded and unpacked into a directory here, which
+the spec names as code.source_dir: smtrain bundles code from a directory, never from someone else's archive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from smtrain import exit_codes
+from smtrain.aws import api_errors, boto_session
+from smtrain.errors import UserError
+from smtrain.sagemaker.backend import SageMakerBackend
+from smtrain.spec.launcher import Arg, Launcher, SdkObject
+
+__all__ = ["described_launcher", "job_arguments"]
+
+# SageMaker's and the SDK's own hyperparameters, read into estimator arguments rather than kept as the user's.
+_STRATEGY_KEYS = {
+    "sagemaker_multi_worker_mirrored_strategy_enabled": "multi_worker_mirrored_strategy",
+    "sagemaker_parameter_server_enabled": "parameter_server",
+}
+_DROPPED = ("sagemaker_job_name", "sagemaker_region", "sagemaker_estimator_class_name", "sagemaker_estimator_module",
+            "sagemaker_submit_directory", "sagemaker_program", "sagemaker_container_log_level")
+# <base>-YYYY-MM-DD-HH-MM-SS-mmm (the SDK's names) or <base>-YYYYMMDD-HHMMSS-xxxx (smtrain's).
+_NAME_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-\d{3}|\d{8}-\d{6}-[0-9a-f]{4})$")
+
+
+def _decoded(text: str) -> Any:
+    """A hyperparameter as the SDK wrote it (JSON text); text that is not JSON as it is."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _channel(channel: dict[str, Any]) -> Any:
+    source = channel.get("DataSource", {})
+    if "FileSystemDataSource" in source:
+        fs = source["FileSystemDataSource"]
+        return SdkObject("FileSystemInput", {"file_system_id": fs.get("FileSystemId"),
+                                             "file_system_type": fs.get("FileSystemType"),
+                                             "directory_path": fs.get("DirectoryPath")})
+    s3 = source.get("S3DataSource", {})
+    arguments: dict[str, Any] = {"s3_data": s3.get("S3Uri"), "distribution": s3.get("S3DataDistributionType"),
+                                 "input_mode": channel.get("InputMode")}
+    if s3.get("S3DataType", "S3Prefix") != "S3Prefix":
+        arguments["s3_data_type"] = s3["S3DataType"]
+    for key, name in (("ContentType", "content_type"), ("CompressionType", "compression"),
+                      ("RecordWrapperType", "record_wrapping")):
+        if channel.get(key) not in (None, "None"):
+            arguments[name] = channel[key]
+    return SdkObject("TrainingInput", arguments)
+
+
+def _code_channel(d: dict[str, Any]) -> dict[str, Any] | None:
+    """Under network isolation the SDK (and smtrain) hand the code over as a channel named code, and
+    sagemaker_submit_directory names the file in the container: that channel is the code, not data."""
+    if not d.get("EnableNetworkIsolation"):
+        return None
+    return next((c for c in d.get("InputDataConfig") or [] if c.get("ChannelName") == "code"), None)
+
+
+def code_uri(d: dict[str, Any]) -> str | None:
+    """Where the code archive the job ran is in S3, if it names one."""
+    submitted = _decoded((d.get("HyperParameters") or {}).get("sagemaker_submit_directory", "null"))
+    if isinstance(submitted, str) and submitted.startswith("s3://"):
+        return submitted
+    channel = _code_channel(d)
+    uri = (channel or {}).get("DataSource", {}).get("S3DataSource", {}).get("S3Uri")
+    return uri if isinstance(uri, str) and uri.endswith(".tar.gz") else None
+
+
+def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str | None) -> tuple[dict[str, Any], Any]:
+    """(estimator arguments, fit()'s inputs) of the described job `d`; `code_dir`: where its code was unpacked."""
+    algorithm = d.get("AlgorithmSpecification", {})
+    resources = d.get("ResourceConfig", {})
+    stopping = d.get("StoppingCondition", {})
+    output = d.get("OutputDataConfig", {})
+    hps = {k: _decoded(v) for k, v in (d.get("HyperParameters") or {}).items()}
+    args: dict[str, Any] = {"role": d.get("RoleArn"), "image_uri": algorithm.get("TrainingImage"),
+                            "instance_type": resources.get("InstanceType"),
+                            "instance_count": resources.get("InstanceCount"),
+                            "volume_size": resources.get("VolumeSizeInGB"),
+                            "max_run": stopping.get("MaxRuntimeInSeconds"),
+                            "output_path": output.get("S3OutputPath")}
+    base = _NAME_SUFFIX.sub("", d.get("TrainingJobName", ""))
+    if base != d.get("TrainingJobName"):
+        args["base_job_name"] = base
+    if algorithm.get("TrainingInputMode") not in (None, "File"):
+        args["input_mode"] = algorithm["TrainingInputMode"]
+    for key, name in (("VolumeKmsKeyId", "volume_kms_key"), ("KeepAlivePeriodInSeconds", "keep_alive_period_in_seconds"),
+                      ("TrainingPlanArn", "training_plan"), ("InstanceGroups", "instance_groups")):
+        if resources.get(key):
+            args[name] = resources[key]
+    if d.get("EnableManagedSpotTraining"):
+        args["use_spot_instances"] = True
+        args["max_wait"] = stopping.get("MaxWaitTimeInSeconds")
+    if output.get("KmsKeyId"):
+        args["output_kms_key"] = output["KmsKeyId"]
+    if output.get("CompressionType") == "NONE":
+        args["disable_output_compression"] = True
+    checkpoint = d.get("CheckpointConfig") or {}
+    if checkpoint.get("S3Uri"):
+        args["checkpoint_s3_uri"] = checkpoint["S3Uri"]
+        if checkpoint.get("LocalPath"):
+            args["checkpoint_local_path"] = checkpoint["LocalPath"]
+    vpc = d.get("VpcConfig") or {}
+    if vpc:
+        args["subnets"], args["security_group_ids"] = vpc.get("Subnets", []), vpc.get("SecurityGroupIds", [])
+    for key, name in (("EnableNetworkIsolation", "enable_network_isolation"),
+                      ("EnableInterContainerTrafficEncryption", "encrypt_inter_container_traffic")):
+        if d.get(key):
+            args[name] = True
+    if d.get("Environment"):
+        args["environment"] = dict(d["Environment"])
+    if (d.get("RetryStrategy") or {}).get("MaximumRetryAttempts"):
+        args["max_retry_attempts"] = d["RetryStrategy"]["MaximumRetryAttempts"]
+    board = d.get("TensorBoardOutputConfig") or {}
+    if board.get("S3OutputPath"):
+        args["tensorboard_output_config"] = SdkObject("TensorBoardOutputConfig",
+                                                      {"s3_output_path": board["S3OutputPath"]})
+    if d.get("ProfilerConfig") and not d["ProfilerConfig"].get("DisableProfiler"):
+        args["profiler_config"] = d["ProfilerConfig"]
+    for key, name in (("DebugHookConfig", "debugger_hook_config"), ("DebugRuleConfigurations", "rules"),
+                      ("RemoteDebugConfig", "enable_remote_debug"), ("InfraCheckConfig", "enable_infra_check")):
+        if d.get(key):
+            args[name] = d[key]
+    if algorithm.get("MetricDefinitions"):
+        args["metric_definitions"] = algorithm["MetricDefinitions"]
+    own_tags = [t for t in tags if not t.get("Key", "").startswith("aws:")]
+    if own_tags:
+        args["tags"] = own_tags
+    args["entry_point"] = hps.get("sagemaker_program")
+    if code_dir is not None:
+        args["source_dir"] = code_dir
+    if hps.get("sagemaker_container_log_level") not in (None, 20):
+        args["container_log_level"] = hps["sagemaker_container_log_level"]
+    distribution: dict[str, Any] = {}
+    for key, strategy in _STRATEGY_KEYS.items():
+        if hps.pop(key, False) is True:
+            distribution[strategy] = {"enabled": True}
+    if hps.pop("sagemaker_mpi_enabled", False) is True:
+        mpi: dict[str, Any] = {"enabled": True}
+        if "sagemaker_mpi_num_of_processes_per_host" in hps:
+            mpi["processes_per_host"] = hps.pop("sagemaker_mpi_num_of_processes_per_host")
+        if "sagemaker_mpi_custom_mpi_options" in hps:
+            mpi["custom_mpi_options"] = hps.pop("sagemaker_mpi_custom_mpi_options")
+        distribution["mpi"] = mpi
+    if hps.pop("sagemaker_distributed_dataparallel_enabled", False) is True:
+        options = hps.pop("sagemaker_distributed_dataparallel_custom_mpi_options", "")
+        distribution["smdistributed"] = {"dataparallel": {"enabled": True, "custom_mpi_options": options}}
+    if distribution:
+        args["distribution"] = distribution
+    model_dir = hps.pop("model_dir", None)
+    # The SDK's (and smtrain's) own: <output>/<job>/model, or /opt/ml/model under MPI.
+    own = f"{str(args['output_path']).rstrip('/')}/{d.get('TrainingJobName')}/model"
+    if model_dir not in (None, "/opt/ml/model", own):
+        args["model_dir"] = model_dir
+    user = {k: v for k, v in hps.items() if k not in _DROPPED}
+    if user:
+        args["hyperparameters"] = user
+    code = _code_channel(d)
+    inputs = {c["ChannelName"]: _channel(c) for c in d.get("InputDataConfig") or [] if c is not code}
+    return {k: v for k, v in args.items() if v is not None}, (inputs or None)
+
+
+def _unpack(s3: Any, uri: str, target: Path) -> None:
+    """The code archive at `uri` unpacked into `target` (a new directory), or nothing left behind."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".smtrain-import-") as tmp:
+        archive = Path(tmp) / "sourcedir.tar.gz"
+        with api_errors(f"download the job's code {uri}"):
+            s3.download_file(bucket, key, str(archive))
+        unpacked = Path(tmp) / "code"
+        try:
+            with tarfile.open(archive, "r:*") as tar:
+                tar.extractall(unpacked, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise UserError(f"cannot unpack the job's code {uri}: {exc}", exit_codes.API) from None
+        os.replace(unpacked, target)
+
+
+def described_launcher(name: str, region: str, code_dir: Path | None, shown_code_dir: str) -> Launcher:
+    """The training job `name` as a Launcher (the same mapping a launcher's code gets); its code unpacked into
+    `code_dir` (which must not exist yet) and named `shown_code_dir` in the spec; None: the code is not fetched."""
+    backend = SageMakerBackend(region)
+    d = backend.description(name)
+    with api_errors(f"list the tags of training job {name}"):
+        tags = backend._sagemaker.list_tags(ResourceArn=d["TrainingJobArn"]).get("Tags", [])
+    archive = code_uri(d)
+    fetched = None
+    if code_dir is not None and archive is not None:
+        _unpack(boto_session(region).client("s3"), archive, code_dir)
+        fetched = shown_code_dir
+    args, inputs = job_arguments(d, tags, fetched)
+    if fetched is None and archive is not None and "entry_point" in args:
+        args["source_dir"] = archive  # named by the import as an archive to download
+    where = f"training job {name}"
+    return Launcher("TensorFlow", 0, {k: Arg(v, 0) for k, v in args.items()},
+                    Arg(inputs, 0) if inputs else None, None, lambda _line: where)

@@ -1,0 +1,444 @@
+"""SDK v2 estimator arguments -> the spec that sends the same request, and every argument it could not carry, with
+where it is written and why (`smtrain import`; README "Coming from the SageMaker SDK" is the table).
+
+Works on a Launcher (smtrain.spec.launcher) whether it was read from a launcher's code or made from a described
+training job: the arguments as the SDK's TensorFlow estimator takes them, fit()'s inputs and job name.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from smtrain.spec import patterns
+from smtrain.spec.launcher import Arg, Launcher, SdkObject, Templated, Unknown
+
+__all__ = ["BUCKET_VARIABLE", "CHECKPOINT_DEFAULT", "ROLE_VARIABLE", "Imported", "Note", "spec_data"]
+
+# The environment variables an imported spec reads where the launcher looks a value up when it runs.
+ROLE_VARIABLE = "SMTRAIN_ROLE"
+BUCKET_VARIABLE = "SMTRAIN_BUCKET"
+CHECKPOINT_DEFAULT = "/opt/ml/checkpoints"
+# The SDK's default base job name for its TensorFlow estimator (the image's repository name).
+SDK_BASE_NAME = "tensorflow-training"
+_INPUT_MODES = ("File", "FastFile", "Pipe")
+_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
+
+# What smtrain makes itself (README "The SageMaker SDK"): the request differs there by design.
+SMTRAIN_OWN = {
+    "metric_definitions": "smtrain writes the job's MetricDefinitions from its own epoch lines",
+    "debugger_hook_config": "smtrain sends no Debugger hook (README \"The SageMaker SDK\")",
+    "rules": "Debugger rules are not sent (README \"The SageMaker SDK\")",
+    "profiler_config": "the profiler is off in smtrain's jobs (README \"The SageMaker SDK\")",
+    "disable_profiler": "the profiler is off in smtrain's jobs (README \"The SageMaker SDK\")",
+    "enable_sagemaker_metrics": "smtrain always turns SageMaker's metrics time series on",
+    "code_location": "smtrain uploads the code under output, named by its sha256",
+    "sagemaker_session": "smtrain makes its own session (region: the spec's, else the environment's)",
+}
+# Arguments smtrain has no spec field for yet: the import names them (issue tracker: "every estimator argument").
+NO_FIELD_YET = {
+    "dependencies": "extra code directories have no spec field yet: copy them into source_dir",
+    "instance_groups": "heterogeneous clusters have no spec field yet",
+    "model_uri": "incremental training's model channel has no spec field yet: add it as an input channel",
+    "model_channel_name": "incremental training's model channel has no spec field yet",
+    "enable_remote_debug": "remote debug has no spec field yet",
+    "enable_infra_check": "the infrastructure check has no spec field yet",
+    "disable_output_compression": "an uncompressed output has no spec field yet",
+    "enable_session_tag_chaining": "session tag chaining has no spec field yet",
+    "training_repository_access_mode": "a private image registry has no spec field yet",
+    "training_repository_credentials_provider_arn": "a private image registry has no spec field yet",
+    "container_entry_point": "smtrain runs the TensorFlow image's own entry point",
+    "container_arguments": "smtrain runs the TensorFlow image's own entry point",
+    "compiler_config": "the Training Compiler is not supported for TensorFlow 2.12 and later images",
+}
+# Arguments of SDK v2's TensorFlow/Estimator that map to a spec field (handled below, one by one).
+MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "instance_count", "volume_size",
+          "volume_kms_key", "max_run", "use_spot_instances", "max_wait", "keep_alive_period_in_seconds",
+          "max_retry_attempts", "training_plan", "output_path", "output_kms_key", "checkpoint_s3_uri",
+          "checkpoint_local_path", "subnets", "security_group_ids", "enable_network_isolation",
+          "encrypt_inter_container_traffic", "environment", "hyperparameters", "tags", "framework_version",
+          "py_version", "image_uri", "distribution", "tensorboard_output_config", "base_job_name", "input_mode",
+          "container_log_level", "model_dir")
+
+
+@dataclass(frozen=True)
+class Note:
+    where: str  # "launch.py:12" or "job NAME"
+    argument: str
+    message: str
+    taken: bool = False  # a value taken from somewhere the launcher may change when it runs (an option's default)
+    line: int = 0  # for the order of the notes: the launcher's
+
+    def render(self) -> str:
+        return f"{self.where}: {self.argument}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Imported:
+    data: dict[str, Any]  # the spec, as YAML data (placeholders as ${VAR})
+    notes: tuple[Note, ...]  # what was not carried over, and why
+    variables: tuple[str, ...]  # environment variables the spec reads (role, output) that the launcher computed
+
+
+def _escaped(value: Any, variables: set[str]) -> Any:
+    """A value as the spec reads it back: a literal "${" written "$${" (the loader expands ${VAR}), a Templated
+    text's own ${VAR} kept (its variables added to `variables`)."""
+    if isinstance(value, Templated):
+        variables.update(value.variables)
+        return str(value)
+    if isinstance(value, str):
+        return value.replace("${", "$${")
+    if isinstance(value, dict):
+        return {k: _escaped(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v, variables) for v in value]
+    return value
+
+
+class _Mapping:
+    def __init__(self, launcher: Launcher, base: str, region: str | None) -> None:
+        self.launcher = launcher
+        self.region = region
+        self.base = base  # where relative code paths of the launcher start, relative to the spec (POSIX)
+        self.data: dict[str, Any] = {}
+        self.notes: list[Note] = []
+
+    def note(self, arg: Arg | None, name: str, message: str, taken: bool = False) -> None:
+        line = arg.line if arg else self.launcher.line
+        self.notes.append(Note(self.launcher.where(line), name, message, taken, line))
+
+    def known(self, name: str, kinds: type | tuple[type, ...] = object) -> Any:
+        """The argument's value when it is known and of `kinds`; else None, with a note saying why."""
+        arg = self.launcher.arguments.get(name)
+        if arg is None or arg.value is None:
+            return None
+        if isinstance(arg.value, Unknown) and arg.value.variable:
+            self.note(arg, name, f"{arg.value}: the spec reads ${{{arg.value.variable}}}")
+            return Templated(f"${{{arg.value.variable}}}", (arg.value.variable,))
+        if isinstance(arg.value, Unknown):
+            self.note(arg, name, f"not imported: {arg.value}")
+            return None
+        if "default" in arg.source:
+            self.note(arg, name, f"{arg.value!r}, {arg.source}", taken=True)
+        if isinstance(arg.value, Templated):
+            self.note(arg, name, f"{arg.value!s}: the spec reads {', '.join(f'${{{v}}}' for v in arg.value.variables)} "
+                      "(looked up by the launcher when it runs)")
+        wanted = kinds if isinstance(kinds, tuple) else (kinds,)
+        # bool is an int to Python, never to the SDK's numeric arguments.
+        if not isinstance(arg.value, wanted) or isinstance(arg.value, bool) and bool not in wanted and object not in wanted:
+            self.note(arg, name, f"not imported: {arg.value!r} is not what the SDK takes here")
+            return None
+        return arg.value
+
+    def put(self, dotted: str, value: Any) -> None:
+        *parents, last = dotted.split(".")
+        place = self.data
+        for part in parents:
+            place = place.setdefault(part, {})
+        place[last] = value
+
+    # --- the arguments ----------------------------------------------------------------------------------------
+
+    def run(self) -> Imported:
+        args = self.launcher.arguments
+        self._name()
+        role = self.known("role", str)
+        if role is None:
+            self.note(args.get("role"), "role", f"not known: the spec reads ${{{ROLE_VARIABLE}}}")
+            role = Templated(f"${{{ROLE_VARIABLE}}}", (ROLE_VARIABLE,))
+        self.data["role"] = role
+        if self.region:
+            self.data["region"] = self.region
+        self._tensorflow()
+        self._compute()
+        self._distribution()
+        self._code()
+        self._inputs()
+        self._output()
+        self._scalars()
+        for name, arg in args.items():
+            if name in SMTRAIN_OWN:
+                self.note(arg, name, f"left out: {SMTRAIN_OWN[name]}")
+            elif name in NO_FIELD_YET:
+                self.note(arg, name, f"not imported: {NO_FIELD_YET[name]}")
+            elif name not in MAPPED:
+                self.note(arg, name, f"not imported: not an argument of SDK v2's {self.launcher.kind} estimator "
+                                     "that smtrain knows")
+        variables: set[str] = set()
+        data = _escaped(self.data, variables)
+        return Imported(data, tuple(sorted(self.notes, key=lambda n: n.line)), tuple(sorted(variables)))
+
+    def _name(self) -> None:
+        base = self.known("base_job_name", str)
+        if base is not None and not patterns.NAME.matches(base):
+            self.note(self.launcher.arguments["base_job_name"], "base_job_name",
+                      f"{base!r} is not a spec name (up to 42 letters, digits and hyphens): {SDK_BASE_NAME} instead")
+            base = None
+        if self.launcher.job_name is not None:
+            self.note(self.launcher.job_name, "job_name", "smtrain names each job <name>-<time>-<4 hex>; the spec's "
+                      "name is its prefix (smtrain submit --job-name NAME gives one exact name)")
+        self.data["name"] = base or SDK_BASE_NAME
+
+    def _tensorflow(self) -> None:
+        version = self.known("framework_version", (str, int, float))
+        python = self.known("py_version", str)
+        image = self.known("image_uri", str)
+        if version is not None:
+            self.put("tensorflow.version", str(version))
+        if python is not None:
+            self.put("tensorflow.python", python)
+        if image is not None:
+            self.put("tensorflow.image_uri", image)
+            if version is None:
+                tag = image.rpartition(":")[2]
+                guessed = tag.split("-")[0] if tag[:1].isdigit() else None
+                if guessed and patterns.TF_VERSION.matches(guessed):
+                    self.put("tensorflow.version", ".".join(guessed.split(".")[:2]))
+                else:
+                    self.note(self.launcher.arguments["image_uri"], "image_uri",
+                              "the image's TensorFlow version is not in its tag: tensorflow.version is smtrain's "
+                              "default; write the one the image holds")
+
+    def _compute(self) -> None:
+        for arg, field, kinds in (("instance_type", "instance_type", str), ("instance_count", "nodes", int),
+                                  ("max_run", "max_run", int), ("max_wait", "max_wait", int),
+                                  ("keep_alive_period_in_seconds", "keep_alive", int),
+                                  ("max_retry_attempts", "max_retry_attempts", int),
+                                  ("volume_kms_key", "volume_kms_key", str), ("training_plan", "training_plan", str)):
+            value = self.known(arg, kinds)
+            if value is not None:
+                self.put(f"compute.{field}", value)
+        size = self.known("volume_size", int)
+        if size is not None:
+            self.put("compute.volume_size", f"{size}GB")
+        spot = self.known("use_spot_instances", bool)
+        if spot:
+            self.put("compute.spot", True)
+        elif "max_wait" in self.data.get("compute", {}):
+            del self.data["compute"]["max_wait"]
+            self.note(self.launcher.arguments["max_wait"], "max_wait", "left out: without use_spot_instances "
+                      "the SDK does not send it either")
+        if "instance_type" not in self.data.get("compute", {}):
+            self.note(self.launcher.arguments.get("instance_type"), "instance_type",
+                      "not known: compute.instance_type is auto (smtrain picks the cheapest GPU instance that fits)")
+
+    def _distribution(self) -> None:
+        arg = self.launcher.arguments.get("distribution")
+        given = self.known("distribution", dict)
+        strategy, options = "none", {}
+        if given:
+            enabled = [k for k, v in given.items() if isinstance(v, dict) and v.get("enabled", k == "smdistributed")]
+            mpi = given.get("mpi") if isinstance(given.get("mpi"), dict) else {}
+            smd = given.get("smdistributed") if isinstance(given.get("smdistributed"), dict) else {}
+            if "multi_worker_mirrored_strategy" in enabled:
+                strategy = "multi_worker_mirrored"
+            elif "parameter_server" in enabled:
+                strategy = "parameter_server"
+            elif isinstance(smd.get("dataparallel"), dict) and smd["dataparallel"].get("enabled"):
+                strategy = "smddp"
+                options["mpi_options"] = smd["dataparallel"].get("custom_mpi_options", "")
+            elif "mpi" in enabled:
+                strategy = "horovod"
+                # Unset, the SDK sends no processes_per_host and the container starts one per host.
+                options["processes_per_host"] = mpi.get("processes_per_host", 1)
+                options["mpi_options"] = mpi.get("custom_mpi_options", "")
+            known_keys = {"multi_worker_mirrored_strategy", "parameter_server", "mpi", "smdistributed"}
+            for key in given:
+                if key not in known_keys:
+                    self.note(arg, f"distribution.{key}", "not imported: not a strategy of SDK v2's TensorFlow "
+                              "estimator that smtrain runs (the SDK ignores an unknown key)")
+            if isinstance(smd.get("modelparallel"), dict) and smd["modelparallel"].get("enabled"):
+                self.note(arg, "distribution.smdistributed.modelparallel", "not imported: model parallelism is "
+                          "not a strategy smtrain runs")
+        # Written always: left auto, smtrain would pick a strategy for the hardware where the SDK sends none.
+        self.put("distribution.strategy", strategy)
+        for key, value in options.items():
+            if value not in ("", None):
+                self.put(f"distribution.{key}", value)
+
+    def _code(self) -> None:
+        entry = self.known("entry_point", str)
+        source = self.known("source_dir", str)
+        git = self.known("git_config", dict)
+        if entry is None:
+            self.note(self.launcher.arguments.get("entry_point"), "entry_point",
+                      "no script: smtrain runs a script of yours or its own entrypoint; code is smtrain's bundled "
+                      "entrypoint until you set code.entry_point")
+            return
+        if git is not None:
+            repository = git.get("repo")
+            self.put("code.git.repository", repository)
+            for key in ("branch", "commit"):
+                if git.get(key):
+                    self.put(f"code.git.{key}", str(git[key]))
+            if source:
+                self.put("code.git.directory", source)
+            for secret in ("username", "password", "token"):
+                if git.get(secret):
+                    self.note(self.launcher.arguments["git_config"], f"git_config.{secret}",
+                              "left out: smtrain clones with your own git credentials and writes no secret")
+            self.put("code.entry_point", entry)
+            return
+        if source is not None and source.startswith("s3://"):
+            self.note(self.launcher.arguments["source_dir"], "source_dir",
+                      f"an S3 archive ({source}): download and unpack it, then set code.source_dir")
+            self.put("code.entry_point", entry)
+            return
+        if source is None:
+            # The SDK packs entry_point's file alone; smtrain packs its directory (.gitignore'd files left out).
+            parent = str(PurePosixPath(entry).parent)
+            source, entry = parent, PurePosixPath(entry).name
+            self.note(self.launcher.arguments["entry_point"], "entry_point", f"no source_dir: the SDK packs "
+                      f"{entry} alone, the spec packs its directory ({source})")
+        self.put("code.source_dir", _joined(self.base, source))
+        self.put("code.entry_point", entry)
+
+    def _inputs(self) -> None:
+        mode = self.known("input_mode", str)
+        arg = self.launcher.inputs
+        channels: dict[str, Any] = {}
+        value = arg.value if arg else None
+        if isinstance(value, Unknown):
+            self.note(arg, "fit(inputs)", f"not imported: {value}")
+            value = None
+        if isinstance(value, (str, SdkObject)):
+            value = {"training": value}  # the SDK's own name for a single input
+        if isinstance(value, dict):
+            for name, item in value.items():
+                channel = self._channel(arg, str(name), item, mode)
+                if channel is not None:
+                    channels[str(name)] = channel
+        elif value is not None:
+            self.note(arg, "fit(inputs)", f"not imported: {value!r} is not an input the SDK takes")
+        if mode is not None and mode not in _INPUT_MODES:
+            self.note(self.launcher.arguments["input_mode"], "input_mode", f"not imported: {mode!r} is not one of "
+                      + ", ".join(_INPUT_MODES))
+        elif mode not in (None, "File"):
+            self.note(self.launcher.arguments["input_mode"], "input_mode", f"{mode} written as each channel's mode "
+                      "(the same mode, set per channel)")
+        if channels:
+            self.data["inputs"] = channels
+
+    def _channel(self, arg: Arg | None, name: str, item: Any, mode: str | None) -> Any:
+        where = f"fit(inputs)[{name!r}]"
+        if isinstance(item, Unknown):
+            self.note(arg, where, f"not imported: {item}")
+            return None
+        if isinstance(item, str):
+            uri, own = item, {}
+        elif isinstance(item, SdkObject) and item.kind == "TrainingInput":
+            own = dict(item.arguments)
+            uri = own.pop("s3_data", None)
+            if not isinstance(uri, str):
+                self.note(arg, where, f"not imported: its s3_data is {uri}")
+                return None
+        elif isinstance(item, SdkObject) and item.kind == "FileSystemInput":
+            self.note(arg, where, "not imported: EFS and FSx for Lustre inputs have no spec field yet")
+            return None
+        else:
+            self.note(arg, where, f"not imported: {item!r} is not an input the SDK takes")
+            return None
+        out: dict[str, Any] = {"uri": uri}
+        channel_mode = own.pop("input_mode", None) or (mode if mode in _INPUT_MODES and mode != "File" else None)
+        if channel_mode is not None:
+            out["mode"] = channel_mode
+        distribution = own.pop("distribution", None)
+        if distribution not in (None, "FullyReplicated"):
+            out["distribution"] = distribution
+        for key, value in own.items():
+            if value is not None and not (key == "s3_data_type" and value == "S3Prefix"):
+                self.note(arg, f"{where}.{key}", f"not imported: channel option {key}={value!r} has no spec field")
+        return out if len(out) > 1 else uri
+
+    def _output(self) -> None:
+        output = self.known("output_path", str)
+        if output is None:
+            # The SDK's default: the session's bucket, s3://sagemaker-REGION-ACCOUNT/.
+            output = Templated(f"s3://${{{BUCKET_VARIABLE}}}/", (BUCKET_VARIABLE,))
+            self.note(self.launcher.arguments.get("output_path"), "output_path",
+                      f"the SDK's default, the session's bucket: the spec reads ${{{BUCKET_VARIABLE}}}")
+        self.data["output"] = output
+        key = self.known("output_kms_key", str)
+        if key is not None:
+            self.data["output_kms_key"] = key
+        checkpoints = self.known("checkpoint_s3_uri", str)
+        if checkpoints is not None:
+            self.data["checkpoints"] = checkpoints
+        local = self.known("checkpoint_local_path", str)
+        if local is not None and local.rstrip("/") != CHECKPOINT_DEFAULT:
+            self.note(self.launcher.arguments["checkpoint_local_path"], "checkpoint_local_path",
+                      f"not imported: smtrain's jobs keep checkpoints in {CHECKPOINT_DEFAULT} (no spec field yet)")
+        board = self.known("tensorboard_output_config", SdkObject)
+        if board is not None:
+            s3 = board.arguments.get("s3_output_path")
+            if isinstance(s3, str):
+                self.data["tensorboard"] = s3
+            local_board = board.arguments.get("container_local_output_path")
+            if local_board is not None:
+                self.note(self.launcher.arguments["tensorboard_output_config"], "container_local_output_path",
+                          "left out: smtrain's jobs write event files to /opt/ml/output/tensorboard")
+        level = self.known("container_log_level", int)
+        if level is not None and level != 20:
+            self.note(self.launcher.arguments["container_log_level"], "container_log_level",
+                      "not imported: smtrain's jobs log at INFO (20)")
+        model_dir = self.launcher.arguments.get("model_dir")
+        if model_dir is not None:
+            self.note(model_dir, "model_dir", "not imported: smtrain sets model_dir as the SDK does by default")
+
+    def _scalars(self) -> None:
+        network = {"subnets": self.known("subnets", list), "security_groups": self.known("security_group_ids", list)}
+        for key, value in network.items():
+            if value:
+                self.put(f"network.{key}", value)
+        for arg, key in (("enable_network_isolation", "isolation"),
+                         ("encrypt_inter_container_traffic", "encrypt_inter_container_traffic")):
+            if self.known(arg, bool):
+                self.put(f"network.{key}", True)
+        environment = self.known("environment", dict)
+        if environment:
+            self.data["environment"] = {str(k): v if isinstance(v, str) else str(v) for k, v in environment.items()}
+        tags = self.known("tags", (list, dict))
+        if isinstance(tags, dict):
+            tags = [{"Key": k, "Value": v} for k, v in tags.items()]
+        if tags:
+            out = {}
+            for tag in tags:
+                if isinstance(tag, dict) and isinstance(tag.get("Key"), str) and not isinstance(tag.get("Value"), Unknown):
+                    out[tag["Key"]] = str(tag.get("Value", ""))
+                else:
+                    self.note(self.launcher.arguments["tags"], "tags", f"not imported: {tag!r} is not a "
+                              "{'Key': ..., 'Value': ...} the SDK sends")
+            if out:
+                self.data["tags"] = out
+        hps = self.known("hyperparameters", dict)
+        if hps:
+            arg = self.launcher.arguments["hyperparameters"]
+            kept = {}
+            for key, value in hps.items():
+                if isinstance(value, Unknown):
+                    self.note(arg, f"hyperparameters[{key!r}]", f"not imported: {value}")
+                elif str(key).startswith("sagemaker_") or key == "model_dir":
+                    self.note(arg, f"hyperparameters[{key!r}]", "not imported: SageMaker's own name, set by smtrain")
+                elif not isinstance(value, (str, int, float, bool)):
+                    self.note(arg, f"hyperparameters[{key!r}]", f"not imported: {value!r} is not a number, text or "
+                              "flag (smtrain sends each value as its JSON text, as the SDK does)")
+                else:
+                    kept[str(key)] = value
+            if kept:
+                self.data["hyperparameters"] = kept
+
+
+def _joined(base: str, path: str) -> str:
+    """`path` (relative to the launcher's directory, or absolute) as seen from the spec's directory."""
+    if os.path.isabs(path):
+        return path
+    return PurePosixPath(os.path.normpath(os.path.join(base, path))).as_posix() if base not in ("", ".") else \
+        PurePosixPath(os.path.normpath(path)).as_posix()
+
+
+def spec_data(launcher: Launcher, base: str = ".", region: str | None = None) -> Imported:
+    """The spec that sends what `launcher` sends; `base`: the launcher's directory seen from the spec's;
+    `region`: the spec's region when it is known (a described job's)."""
+    return _Mapping(launcher, base, region).run()

@@ -1,0 +1,2 @@
+def helper():
+    return 1
