@@ -50,6 +50,19 @@ def plan_lines(plan: Plan) -> list[str]:
             if key]
     if keys:
         lines.append(f"  kms keys      {', '.join(keys)}")
+    return lines + job_option_lines(plan)
+
+
+def job_option_lines(plan: Plan) -> list[str]:
+    """The job's switches that are on (remote debug, the infrastructure check, ...) and the model registry."""
+    spec, c = plan.spec, plan.spec.compute
+    switches = [text for on, text in ((c.remote_debug, "remote debug (smtrain debug JOB)"),
+                                      (c.infra_check, "infrastructure check before the job"),
+                                      (not spec.output_compression, "output uncompressed"),
+                                      (spec.session_tag_chaining, "session tag chaining")) if on]
+    lines = [f"  options       {', '.join(switches)}"] if switches else []
+    if spec.model_package:
+        lines.append(f"  registers in  {spec.model_package.group}")
     return lines
 
 
@@ -77,4 +90,12 @@ def dry_run_lines(request: dict[str, Any]) -> list[str]:
                                               ("volume", resources.get("VolumeKmsKeyId"))) if key]
     if keys:
         found.append(f"  kms keys      {', '.join(keys)}")
+    switches = [text for key, text in (("RemoteDebugConfig", "remote debug"), ("InfraCheckConfig", "infrastructure check"),
+                                       ("SessionChainingConfig", "session tag chaining")) if key in request]
+    if request.get("OutputDataConfig", {}).get("CompressionType") == "NONE":
+        switches.append("output uncompressed")
+    if switches:
+        found.append(f"  options       {', '.join(switches)}")
+    if "ModelPackageConfig" in request:
+        found.append(f"  registers in  {request['ModelPackageConfig']['ModelPackageGroupArn']}")
     return found

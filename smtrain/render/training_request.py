@@ -173,6 +173,8 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
     }
     if spec.output_kms_key:
         request["OutputDataConfig"]["KmsKeyId"] = spec.output_kms_key
+    if not spec.output_compression:
+        request["OutputDataConfig"]["CompressionType"] = "NONE"
     if c.max_retry_attempts is not None:
         request["RetryStrategy"] = {"MaximumRetryAttempts": c.max_retry_attempts}
     if c.spot:
@@ -204,6 +206,16 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
     request["ProfilerConfig"] = {"DisableProfiler": True}
     if spec.tags:
         request["Tags"] = [{"Key": k, "Value": str(v)} for k, v in spec.tags.items()]
+    if c.remote_debug:
+        request["RemoteDebugConfig"] = {"EnableRemoteDebug": True}
+    if c.infra_check:
+        request["InfraCheckConfig"] = {"EnableInfraCheck": True}
+    if spec.session_tag_chaining:
+        request["SessionChainingConfig"] = {"EnableSessionTagChaining": True}
+    if spec.model_package:
+        request["ModelPackageConfig"] = {"ModelPackageGroupArn": spec.model_package.group}
+        if spec.model_package.source:
+            request["ModelPackageConfig"]["SourceModelPackageArn"] = spec.model_package.source
     return request
 
 

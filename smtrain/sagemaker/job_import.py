@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tarfile
 import tempfile
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session
 from smtrain.errors import UserError
+from smtrain.bundle.entrypoint import entrypoint_parts
 from smtrain.sagemaker.backend import SageMakerBackend
 from smtrain.spec.launcher import Arg, Launcher, SdkObject
 
@@ -108,6 +110,13 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
         args["output_kms_key"] = output["KmsKeyId"]
     if output.get("CompressionType") == "NONE":
         args["disable_output_compression"] = True
+    for key, member, name in (("RemoteDebugConfig", "EnableRemoteDebug", "enable_remote_debug"),
+                              ("InfraCheckConfig", "EnableInfraCheck", "enable_infra_check"),
+                              ("SessionChainingConfig", "EnableSessionTagChaining", "enable_session_tag_chaining")):
+        if (d.get(key) or {}).get(member):
+            args[name] = True
+    if d.get("ModelPackageConfig"):
+        args["model_package_config"] = d["ModelPackageConfig"]
     checkpoint = d.get("CheckpointConfig") or {}
     if checkpoint.get("S3Uri"):
         args["checkpoint_s3_uri"] = checkpoint["S3Uri"]
@@ -130,8 +139,7 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
                                                       {"s3_output_path": board["S3OutputPath"]})
     if d.get("ProfilerConfig") and not d["ProfilerConfig"].get("DisableProfiler"):
         args["profiler_config"] = d["ProfilerConfig"]
-    for key, name in (("DebugHookConfig", "debugger_hook_config"), ("DebugRuleConfigurations", "rules"),
-                      ("RemoteDebugConfig", "enable_remote_debug"), ("InfraCheckConfig", "enable_infra_check")):
+    for key, name in (("DebugHookConfig", "debugger_hook_config"), ("DebugRuleConfigurations", "rules")):
         if d.get(key):
             args[name] = d[key]
     if algorithm.get("MetricDefinitions"):
@@ -173,6 +181,11 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
     return {k: v for k, v in args.items() if v is not None}, (inputs or None)
 
 
+def smtrain_files() -> tuple[str, ...]:
+    """The top-level names of smtrain's own entry point files in a bundle it made."""
+    return tuple(part.name for part in entrypoint_parts())
+
+
 def _unpack(s3: Any, uri: str, target: Path) -> None:
     """The code archive at `uri` unpacked into `target` (a new directory), or nothing left behind."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
@@ -187,6 +200,13 @@ def _unpack(s3: Any, uri: str, target: Path) -> None:
                 tar.extractall(unpacked, filter="data")
         except (tarfile.TarError, OSError) as exc:
             raise UserError(f"cannot unpack the job's code {uri}: {exc}", exit_codes.API) from None
+        # A job smtrain made carries smtrain's own entry point files: smtrain bundles them again, never from here.
+        for name in smtrain_files():
+            place = unpacked / name
+            if place.is_dir() and not place.is_symlink():
+                shutil.rmtree(place)
+            elif place.exists() or place.is_symlink():
+                place.unlink()
         os.replace(unpacked, target)
 
 
@@ -206,5 +226,9 @@ def described_launcher(name: str, region: str, code_dir: Path | None, shown_code
     if fetched is None and archive is not None and "entry_point" in args:
         args["source_dir"] = archive  # named by the import as an archive to download
     where = f"training job {name}"
+    notes = ()
+    if args.get("entry_point") in smtrain_files():
+        notes = ((0, f"the job ran smtrain's own {args['entry_point']} (smtrain made it): its spec says how; the "
+                     "imported spec runs that file, which smtrain bundles itself"),)
     return Launcher("TensorFlow", 0, {k: Arg(v, 0) for k, v in args.items()},
-                    Arg(inputs, 0) if inputs else None, None, lambda _line: where)
+                    Arg(inputs, 0) if inputs else None, None, lambda _line: where, notes)

@@ -131,6 +131,21 @@ class ComputeSpec(_Model):
     max_retry_attempts: whole(1, 30) | None = Field(
         None, description="RetryStrategy.MaximumRetryAttempts: retries after an internal server error")
     volume_kms_key: KmsKey | None = Field(None, description="ResourceConfig.VolumeKmsKeyId: encrypts the EBS volume")
+    infra_check: Flag = Field(False, description="InfraCheckConfig: SageMaker checks the instances' GPUs and "
+                              "network before the job starts (SDK v2's enable_infra_check)")
+    remote_debug: Flag = Field(False, description="RemoteDebugConfig: a shell on a running host through SSM, "
+                               "`smtrain debug JOB` (SDK v2's enable_remote_debug)")
+
+
+class ModelPackageSpec(_Model):
+    """Where SageMaker registers the trained model (ModelPackageConfig)."""
+
+    group: checked("a model package group ARN", patterns.MODEL_PACKAGE_GROUP,
+                   "write arn:aws:sagemaker:REGION:ACCOUNT:model-package-group/NAME") = Field(
+        description="the model package group the model is registered in (ModelPackageGroupArn)")
+    source: checked("a model package ARN", patterns.MODEL_PACKAGE,
+                    "write arn:aws:sagemaker:REGION:ACCOUNT:model-package/NAME/VERSION") | None = Field(
+        None, description="the model package this one derives from (SourceModelPackageArn)")
 
 
 class DistributionSpec(_Model):
@@ -231,6 +246,13 @@ class Spec(_Model):
     output: DataUri = Field(description="where model, output and code go (s3://, or local for --local)")
     output_kms_key: KmsKey | None = Field(None, description="OutputDataConfig.KmsKeyId: encrypts the model "
                                           "and output archives SageMaker writes to output")
+    output_compression: Flag = Field(True, description="false: SageMaker uploads the model and output files "
+                                     "uncompressed, not as model.tar.gz (OutputDataConfig.CompressionType NONE; "
+                                     "SDK v2's disable_output_compression)")
+    model_package: ModelPackageSpec | None = Field(None, description="register the trained model in the model "
+                                                   "registry (ModelPackageConfig)")
+    session_tag_chaining: Flag = Field(False, description="SessionChainingConfig: the role's session tags pass on "
+                                       "to the sessions the job opens (SDK v2's enable_session_tag_chaining)")
     checkpoints: S3Uri | None = Field(None, description="checkpoint S3 URI; required when compute.spot is true")
     tensorboard: S3UriOrOff | None = Field(
         None, description="where SageMaker keeps the job's TensorBoard event files (an S3 URI: its "

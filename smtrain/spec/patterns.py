@@ -86,6 +86,10 @@ GIT_BRANCH = Pattern(r"(?!-)(?!/)(?!.*\.\.)(?!.*@\{)(?!.*//)(?!.*(?:/|\.|\.lock)
 # or alias ARN, `[a-zA-Z0-9:/_-]*` up to 2048 in botocore's model (empty refused: leave the field out).
 KMS_KEY = Pattern(r"[a-zA-Z0-9:/_-]+", max_length=2048)
 # ResourceConfig.TrainingPlanArn in botocore's model: arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.*
+MODEL_PACKAGE_GROUP = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]{9,16}:[0-9]{12}:model-package-group/[^\s]{1,2048}",
+                              max_length=2048)
+MODEL_PACKAGE = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]{9,16}:[0-9]{12}:model-package/[^\s]{1,2048}",
+                        max_length=2048)
 TRAINING_PLAN = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:training-plan/[^\s]+", max_length=2048)
 # registry/repository[:tag][@sha256:digest], as Docker and ECR read an image reference; the
 # registry is a host name with a dot or a port (or localhost), so "a b" or "ubuntu" is refused.

@@ -43,10 +43,6 @@ NO_FIELD_YET = {
     "instance_groups": "heterogeneous clusters have no spec field yet",
     "model_uri": "incremental training's model channel has no spec field yet: add it as an input channel",
     "model_channel_name": "incremental training's model channel has no spec field yet",
-    "enable_remote_debug": "remote debug has no spec field yet",
-    "enable_infra_check": "the infrastructure check has no spec field yet",
-    "disable_output_compression": "an uncompressed output has no spec field yet",
-    "enable_session_tag_chaining": "session tag chaining has no spec field yet",
     "training_repository_access_mode": "a private image registry has no spec field yet",
     "training_repository_credentials_provider_arn": "a private image registry has no spec field yet",
     "container_entry_point": "smtrain runs the TensorFlow image's own entry point",
@@ -60,7 +56,10 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "checkpoint_local_path", "subnets", "security_group_ids", "enable_network_isolation",
           "encrypt_inter_container_traffic", "environment", "hyperparameters", "tags", "framework_version",
           "py_version", "image_uri", "distribution", "tensorboard_output_config", "base_job_name", "input_mode",
-          "container_log_level", "model_dir")
+          "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
+          "enable_session_tag_chaining")
+# What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
+JOB_ONLY = ("model_package_config",)
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class Note:
     line: int = 0  # for the order of the notes: the launcher's
 
     def render(self) -> str:
-        return f"{self.where}: {self.argument}: {self.message}"
+        return f"{self.where}: {self.argument}: {self.message}" if self.argument else f"{self.where}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -163,9 +162,11 @@ class _Mapping:
                 self.note(arg, name, f"left out: {SMTRAIN_OWN[name]}")
             elif name in NO_FIELD_YET:
                 self.note(arg, name, f"not imported: {NO_FIELD_YET[name]}")
-            elif name not in MAPPED:
+            elif name not in MAPPED and name not in JOB_ONLY:
                 self.note(arg, name, f"not imported: not an argument of SDK v2's {self.launcher.kind} estimator "
                                      "that smtrain knows")
+        for line, text in self.launcher.notes:  # what the reader saw around the estimator
+            self.notes.append(Note(self.launcher.where(line), "", text, line=line))
         variables: set[str] = set()
         data = _escaped(self.data, variables)
         return Imported(data, tuple(sorted(self.notes, key=lambda n: n.line)), tuple(sorted(variables)))
@@ -392,10 +393,19 @@ class _Mapping:
         for key, value in network.items():
             if value:
                 self.put(f"network.{key}", value)
-        for arg, key in (("enable_network_isolation", "isolation"),
-                         ("encrypt_inter_container_traffic", "encrypt_inter_container_traffic")):
+        for arg, key in (("enable_network_isolation", "network.isolation"),
+                         ("encrypt_inter_container_traffic", "network.encrypt_inter_container_traffic"),
+                         ("enable_remote_debug", "compute.remote_debug"), ("enable_infra_check", "compute.infra_check"),
+                         ("enable_session_tag_chaining", "session_tag_chaining")):
             if self.known(arg, bool):
-                self.put(f"network.{key}", True)
+                self.put(key, True)
+        if self.known("disable_output_compression", bool):
+            self.data["output_compression"] = False
+        package = self.known("model_package_config", dict)  # a described job's ModelPackageConfig
+        if package and package.get("ModelPackageGroupArn"):
+            self.data["model_package"] = {"group": package["ModelPackageGroupArn"]}
+            if package.get("SourceModelPackageArn"):
+                self.data["model_package"]["source"] = package["SourceModelPackageArn"]
         environment = self.known("environment", dict)
         if environment:
             self.data["environment"] = {str(k): v if isinstance(v, str) else str(v) for k, v in environment.items()}

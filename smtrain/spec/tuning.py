@@ -120,7 +120,9 @@ class TuningSpec(_Model):
 DEFAULT_MAX_JOBS = 10
 # compute fields smtrain renders into a training job only (InstancePreferences, TrainingPlanArn,
 # MaxPendingTimeInSeconds): a tuning job's trials would silently lack them, so they are refused there.
-_NOT_FOR_TUNING = ("prefer", "training_plan", "max_pending")
+_NOT_FOR_TUNING = ("prefer", "training_plan", "max_pending", "remote_debug", "infra_check")
+# The same for the spec's own fields a trial's definition (HyperParameterTrainingJobDefinition) has no place for.
+_NOT_FOR_TUNING_SPEC = ("model_package", "session_tag_chaining")
 
 
 def range_name(key: str) -> str:
@@ -335,11 +337,11 @@ def tuning_problems(loaded: _Loaded) -> list[Problem]:
     if tuning.strategy == "hyperband" and tuning.early_stopping != "off":
         out.append(loaded.problem(("tuning", "early_stopping"), "hyperband stops trials early by itself: "
                                   "leave early_stopping off"))
-    for name in _NOT_FOR_TUNING:
-        if getattr(loaded.spec.compute, name, None) is not None:
-            out.append(loaded.problem(("compute", name), f"compute.{name} does not apply to a tuning job: "
-                                      "smtrain sends it with training jobs only; remove it (or the tuning: "
-                                      "section)"))
+    for path in [("compute", n) for n in _NOT_FOR_TUNING] + [(n,) for n in _NOT_FOR_TUNING_SPEC]:
+        owner = loaded.spec.compute if len(path) == 2 else loaded.spec
+        if getattr(owner, path[-1], None) not in (None, False):
+            out.append(loaded.problem(path, f"{'.'.join(path)} does not apply to a tuning job: smtrain sends it with "
+                                      "training jobs only; remove it (or the tuning: section)"))
     grid_broken = tuning.strategy == "grid" and any(not r.categorical for r in tuning.ranges.values())
     if tuning.max_parallel_jobs > max_jobs(tuning) and not grid_broken:
         out.append(loaded.problem(("tuning", "max_parallel_jobs"), f"max_parallel_jobs "

@@ -60,7 +60,7 @@ def differences(ours: Any, sdk: Any, path: str = "") -> list[str]:
 
 def as_v2_renders_it(request: dict[str, Any]) -> dict[str, Any]:
     """smtrain's training request less what v2 cannot render: the first choice of a fallback list in its place,
-    no MaxPendingTimeInSeconds (README documents both)."""
+    no MaxPendingTimeInSeconds, no ModelPackageConfig (README documents them)."""
     out = copy.deepcopy(request)
     resources = out["ResourceConfig"]
     preferences = resources.pop("InstancePreferences", None)
@@ -68,6 +68,7 @@ def as_v2_renders_it(request: dict[str, Any]) -> dict[str, Any]:
         first = preferences[0]
         resources["InstanceType"], resources["InstanceCount"] = first["InstanceType"], first["InstanceCount"]
     out["StoppingCondition"].pop("MaxPendingTimeInSeconds", None)
+    out.pop("ModelPackageConfig", None)  # the API's since SDK v2's last TensorFlow estimator: v2 has no argument
     return out
 
 
@@ -128,6 +129,11 @@ VARIED: dict[str, dict[str, Any]] = {
                                       "training_plan": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p3"},
                           "output_kms_key": "arn:aws:kms:us-east-1:123456789012:key/def"},
     "old_tf": {"tensorflow": {"version": "2.13"}, "compute": {"instance_type": "ml.g5.xlarge"}},
+    "switches_and_registry": {"compute": {"instance_type": "ml.g5.xlarge", "remote_debug": True, "infra_check": True},
+                              "output_compression": False, "session_tag_chaining": True,
+                              "model_package": {
+                                  "group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
+                                  "source": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/3"}},
     "other_region": {"region": "eu-central-1", "compute": {"instance_type": "ml.g5.xlarge"},
                      "tensorflow": {"version": "2.19"}},
 }
@@ -179,6 +185,15 @@ def test_smtrain_renders_varied_specs_as_the_sdk_does(name, tmp_path):
     ours = assert_smtrain_renders_what_the_sdk_does(write_spec(tmp_path, VARIED[name]))
     if name == "tensorboard_off":
         assert "TensorBoardOutputConfig" not in ours
+    if name == "switches_and_registry":
+        assert {k: ours[k] for k in ("RemoteDebugConfig", "InfraCheckConfig", "SessionChainingConfig",
+                                     "ModelPackageConfig")} == {
+            "RemoteDebugConfig": {"EnableRemoteDebug": True}, "InfraCheckConfig": {"EnableInfraCheck": True},
+            "SessionChainingConfig": {"EnableSessionTagChaining": True},
+            "ModelPackageConfig": {
+                "ModelPackageGroupArn": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
+                "SourceModelPackageArn": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/3"}}
+        assert ours["OutputDataConfig"]["CompressionType"] == "NONE"
     if name == "keys_retries_plan":
         assert ours["RetryStrategy"] == {"MaximumRetryAttempts": 3}
         assert {"VolumeKmsKeyId", "TrainingPlanArn"} <= set(ours["ResourceConfig"])

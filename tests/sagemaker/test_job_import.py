@@ -71,3 +71,34 @@ def test_an_unknown_job_and_a_code_directory_in_the_way(aws, tmp_path):
     assert proc.returncode == 2 and "made-here-code exists" in proc.stderr
     assert not (tmp_path / "made-here.yaml").exists()
     shutil.rmtree(tmp_path / "made-here-code")
+
+
+def test_a_job_smtrain_submitted_with_every_switch_imports_back(aws, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    spec = moto_server.live_spec(tmp_path, {
+        "code": {"source_dir": "src", "entry_point": "train.py"},
+        "compute": {"instance_type": "ml.g5.12xlarge", "nodes": 2, "remote_debug": True, "infra_check": True,
+                    "keep_alive": "30m", "max_retry_attempts": 2},
+        "distribution": {"strategy": "multi_worker_mirrored"},
+        "output_compression": False,
+        "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
+                          "source": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/1"},
+        "inputs": {"train": {"uri": f"s3://{moto_server.BUCKET}/train", "mode": "FastFile"}},
+        "environment": {"A": "1"}, "tags": {"team": "ml"}, "hyperparameters": {"epochs": 3, "note": "x y"}})
+    env = aws.env(tmp_path)
+    sent = smtrain("submit", str(spec), "--job-name", "round-trip-1", env=env)
+    assert sent.returncode == 0, sent.stderr
+    back = tmp_path / "back"
+    back.mkdir()
+    proc = smtrain("import", "--job", "round-trip-1", "-o", "json", cwd=back, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["not_carried_over"] == [
+        "training job round-trip-1: metric_definitions: left out: smtrain writes the job's MetricDefinitions from its "
+        "own epoch lines"]
+    dry = smtrain("submit", "round-trip-1.yaml", "--dry-run", "--job-name", "round-trip-1", "-o", "json", cwd=back,
+                  env=env)
+    assert dry.returncode == 0, dry.stderr
+    ours, theirs = json.loads(dry.stdout)["request"], described_request(aws, "round-trip-1")
+    assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []
+    assert ours["ModelPackageConfig"] == theirs["ModelPackageConfig"] and "RemoteDebugConfig" in ours

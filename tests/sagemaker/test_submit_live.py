@@ -103,7 +103,9 @@ def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws
 
     spec = live_spec(tmp_path, {
         "compute": {"nodes": 2, "instance_type": "ml.g5.12xlarge", "spot": True, "max_run": "2h", "max_wait": "3h",
-                    "max_retry_attempts": 1},
+                    "max_retry_attempts": 1, "remote_debug": True, "infra_check": True},
+        "output_compression": False, "session_tag_chaining": True,
+        "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist"},
         "environment": {"LOG_LEVEL": "debug"}, "tags": {"team": "ml"}, "checkpoints": f"s3://{BUCKET}/ck",
         "inputs": {"train": {"uri": f"s3://{BUCKET}/train", "mode": "FastFile"}, "eval": f"s3://{BUCKET}/eval"},
         "network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"], "isolation": True}})
@@ -118,6 +120,8 @@ def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws
     [received] = aws.control.create_requests
     assert differences(_sha256_masked(received), _sha256_masked(dry["request"])) == []
     assert list(received) == list(dry["request"])  # the same members, in the same order
+    assert {"RemoteDebugConfig", "InfraCheckConfig", "SessionChainingConfig", "ModelPackageConfig"} <= set(received)
+    assert received["OutputDataConfig"]["CompressionType"] == "NONE"
     # The sha256 the request names is the bundle uploaded (the code channel, with network isolation).
     code = [c for c in received["InputDataConfig"] if c["ChannelName"] == "code"]
     assert code[0]["DataSource"]["S3DataSource"]["S3Uri"] == sent["upload"]["uri"]

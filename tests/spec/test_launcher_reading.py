@@ -86,6 +86,7 @@ def test_two_estimators_take_the_fitted_one_and_say_so(tmp_path):
     assert read.arguments["instance_count"].value == 2
     assert read.notes == ((2, "another TensorFlow(...) estimator: the import takes the one at launch.py:3 (the one "
                               "fit() is called on)"),)
+    assert "launch.py:2: another TensorFlow(...) estimator" in [n.render()[:46] for n in spec_data(read).notes]
 
 
 def test_unknown_arguments_and_odd_values_are_named(tmp_path):

@@ -67,12 +67,16 @@ NUMBERS: dict[str, tuple[Any, Any, dict[str, Any] | None]] = {
 
 # field: (longest accepted value, context); one character more is refused.
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
+GROUP = "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/"
+PACKAGE = "arn:aws:sagemaker:us-east-1:123456789012:model-package/"
 LENGTHS: dict[str, tuple[str, dict[str, Any] | None]] = {
     "name": ("a" * 42, None),
     "compute.training_plan": (ARN + "p" * (2048 - len(ARN)), {"compute": {"instance_type": "ml.p4d.24xlarge"}}),
     "compute.volume_kms_key": ("k" * 2048, None),
     "output_kms_key": ("k" * 2048, None),
     "code.git.branch": ("b" * 255, {"code": {"git": {"repository": "https://example.com/team/repo.git"}}}),
+    "model_package.group": (GROUP + "g" * (2048 - len(GROUP)), None),
+    "model_package.source": (PACKAGE + "p" * (2048 - len(PACKAGE)), {"model_package": {"group": GROUP + "g"}}),
 }
 
 

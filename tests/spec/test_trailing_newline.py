@@ -52,6 +52,11 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "compute.keep_alive": ({"compute": {"keep_alive": "0<NL>"}}, None),
     "compute.max_pending": ({"compute": {"max_pending": "2h<NL>"}}, None),
     "compute.max_retry_attempts": ({"compute": {"max_retry_attempts": "3<NL>"}}, None),
+    "model_package.group": ({"model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/"
+                                                         "m<NL>"}}, "model_package.group"),
+    "model_package.source": ({"model_package": {
+        "group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/m",
+        "source": "arn:aws:sagemaker:us-east-1:123456789012:model-package/m/1<NL>"}}, "model_package.source"),
     "compute.training_plan": ({"compute": {"training_plan": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
                                                             "p5<NL>"}}, "compute.training_plan"),
     "compute.volume_kms_key": ({"compute": {"instance_type": "ml.p3.2xlarge", "volume_kms_key": "alias/v<NL>"}},

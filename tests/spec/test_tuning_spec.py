@@ -242,3 +242,20 @@ def test_extreme_bounds_that_can_be_drawn_are_valid_and_drawn_across_the_range(t
     drawn = [draw(tuned, rng) for _ in range(20)]
     assert all(tuned.min <= value <= tuned.max for value in drawn), drawn  # type: ignore[operator]
     assert len(set(drawn)) > 10, drawn  # not one bound every time
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"compute": {"remote_debug": True}}, "compute.remote_debug"),
+    ({"compute": {"infra_check": True}}, "compute.infra_check"),
+    ({"session_tag_chaining": True}, "session_tag_chaining"),
+    ({"model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/m"}}, "model_package"),
+])
+def test_what_a_trial_has_no_place_for_is_refused_with_tuning(tmp_path, changes, field):
+    from tests.support.specfiles import write_spec
+
+    tuned = {"tuning": {"objective": "validation:accuracy", "max_jobs": 2,
+                        "ranges": {"training.epochs": {"min": 1, "max": 3}}}}
+    with pytest.raises(SpecError) as caught:
+        load_spec(write_spec(tmp_path, {**tuned, **changes}), env={})
+    assert [p.render() for p in caught.value.problems if field in p.render()] != [], caught.value.problems
+    assert f"{field} does not apply to a tuning job" in str(caught.value)

@@ -150,7 +150,7 @@ class Control:
 # CreateTrainingJob members DescribeTrainingJob answers with (botocore's DescribeTrainingJobResponse) that moto
 # does not keep.
 DESCRIBED_AS_CREATED = ("RetryStrategy", "ProfilerConfig", "ProfilerRuleConfigurations", "RemoteDebugConfig",
-                        "InfraCheckConfig")
+                        "InfraCheckConfig", "ModelPackageConfig", "MlflowConfig")
 
 
 def _now() -> dt.datetime:

@@ -103,6 +103,11 @@ class EstimatorSpec:
     output_kms_key: str | None = None
     volume_kms_key: str | None = None
     training_plan: str | None = None
+    # RemoteDebugConfig, InfraCheckConfig, OutputDataConfig.CompressionType NONE, SessionChainingConfig.
+    enable_remote_debug: bool = False
+    enable_infra_check: bool = False
+    disable_output_compression: bool = False
+    enable_session_tag_chaining: bool = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,6 +462,10 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
     for name in ("max_retry_attempts", "output_kms_key", "volume_kms_key", "training_plan"):
         if getattr(spec, name) is not None:
             kwargs[name] = getattr(spec, name)
+    for name in ("enable_remote_debug", "enable_infra_check", "disable_output_compression",
+                 "enable_session_tag_chaining"):
+        if getattr(spec, name):
+            kwargs[name] = True
 
     try:
         with _default_boto_session(session.boto_session):
@@ -591,6 +600,10 @@ def estimator_spec(request: Request) -> Any:
         output_kms_key=spec.output_kms_key,
         volume_kms_key=c.volume_kms_key,
         training_plan=c.training_plan,
+        enable_remote_debug=c.remote_debug,
+        enable_infra_check=c.infra_check,
+        disable_output_compression=not spec.output_compression,
+        enable_session_tag_chaining=spec.session_tag_chaining,
     )
 
 
