@@ -18,8 +18,8 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session
-from smtrain.errors import UserError
 from smtrain.bundle.entrypoint import entrypoint_parts
+from smtrain.errors import UserError
 from smtrain.sagemaker.backend import SageMakerBackend
 from smtrain.spec.launcher import Arg, Launcher, SdkObject
 
