@@ -13,6 +13,7 @@
     follow.py    what Ctrl-C leaves behind while a command stays with a job
     closed_output.py  a closed stdout (`| head`) ends any command quietly, exit 141
     tensorboard_program.py  where TensorBoard is installed (an optional extra), and running it on a logdir
+    debug_command.py  `smtrain debug JOB [--host]`: the SSM command that opens a shell on a running host
     shown_paths.py  a path as the user would type it in the next command
     import_command.py  `smtrain import LAUNCHER` / `--job NAME`: an SDK v2 launcher or a training job as a spec
     tune_command.py  `smtrain tune SPEC`: a SageMaker tuning job (--dry-run, --wait), or trials here (--local)

@@ -13,6 +13,7 @@ import click
 from smtrain import exit_codes
 from smtrain.cli import steps
 from smtrain.cli.check_command import check, data_option, random_option, run_check, steps_option
+from smtrain.cli.debug_command import debug
 from smtrain.cli.guard import GuardedGroup, guard
 from smtrain.cli.import_command import import_
 from smtrain.cli.metrics_command import metrics
@@ -632,6 +633,7 @@ main.add_command(metrics)
 main.add_command(tune)
 main.add_command(check)
 main.add_command(import_)
+main.add_command(debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

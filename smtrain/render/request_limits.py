@@ -154,6 +154,10 @@ _SAGEMAKER_ONLY: dict[Path_, str] = {
     ("compute", "max_retry_attempts"): "SageMaker's retries after an internal error",
     ("compute", "volume_kms_key"): "the key of SageMaker's EBS volume",
     ("output_kms_key",): "the key SageMaker encrypts its S3 archives with",
+    ("compute", "remote_debug"): "a shell on SageMaker's hosts through SSM: here each host is a process",
+    ("compute", "infra_check"): "SageMaker's check of its instances before the job",
+    ("session_tag_chaining",): "the role's session tags, passed on by SageMaker",
+    ("model_package",): "SageMaker's model registry",
 }
 
 
@@ -166,6 +170,9 @@ def sagemaker_only_notes(spec: Spec) -> list[str]:
             node = getattr(node, str(part), None)
         if node:
             notes.append(f"{dotted(path)} ({what}) applies on SageMaker only; this local run ignores it")
+    if not spec.output_compression:
+        notes.append("output_compression: false (SageMaker uploads the model and output as files) applies on "
+                     "SageMaker only; this local run packs model.tar.gz and output.tar.gz as before")
     return notes
 
 

@@ -13,6 +13,7 @@ value unchanged; following jobs.
                   directory here that is smtrain's, never over a file smtrain did not write
     tuning_jobs.py  describe (trials, the best one) / list / stop / logs of tuning jobs; the lifecycle
                   commands' backend that takes a tuning job's name too
+    remote_debug.py  the `aws ssm start-session` command of a running host of a job with remote debug on
     job_import.py  a training job (DescribeTrainingJob, its tags, its code archive unpacked here) as the SDK v2
                   estimator arguments that make it again (`smtrain import --job`)
     metric_series.py  a job's metric series from CloudWatch, one point per epoch (smtrain.jobs.by_epoch)

@@ -142,3 +142,15 @@ def test_without_a_list_there_is_one_choice_the_plan_itself(tmp_path):
     [choice] = plan.choices
     assert (choice.instance, choice.nodes, choice.strategy, choice.replicas, choice.global_batch, choice.cost) == (
         plan.instance, plan.nodes, plan.strategy, plan.replicas, plan.global_batch, plan.cost)
+
+
+def test_the_sagemaker_only_switches_are_told_to_a_local_run(tmp_path):
+    spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "remote_debug": True,
+                                             "infra_check": True},
+                                 "output_compression": False, "session_tag_chaining": True,
+                                 "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:"
+                                                            "model-package-group/m"}})
+    notes = sagemaker_only_notes(load_spec(spec, env={}).spec)
+    assert [n.split(" ")[0] for n in notes] == ["compute.remote_debug", "compute.infra_check", "session_tag_chaining",
+                                                "model_package", "output_compression:"]
+    assert sagemaker_only_notes(load_spec(write_spec(tmp_path, {}), env={}).spec) == []
