@@ -185,6 +185,7 @@ def plan_bundle(
     exclude_entrypoint_files: Sequence[str] = (),
     leave_out: Sequence[Path] = (),
     made: Mapping[str, tuple[str, bytes]] | None = None,
+    dependencies: Sequence[Path] = (),
 ) -> PlannedBundle:
     """Every file of the archive, with every refusal and warning, without packing anything.
 
@@ -240,6 +241,26 @@ def plan_bundle(
         marked += walk.marked
         problems += walk.problems
         named_secrets = walk.secrets
+    # code.dependencies (SDK v2's `dependencies`): each directory at the bundle's root under its own name, with
+    # the same ignore rules (its own .gitignore and .smtrainignore) and secret checks as source_dir.
+    tops = {f.path.split("/")[0] for f in source_files}
+    for dependency in map(Path, dependencies):
+        if not dependency.is_dir():
+            raise BundleError(f"{dependency} is not a directory (SDK v2's dependencies are "
+                              "directories, each shipped under its name)", ("code", "dependencies"))
+        if dependency.name in tops:
+            raise BundleError(f"{dependency.name}/ would land on source_dir's own "
+                              f"{dependency.name}: rename one of them", ("code", "dependencies"))
+        tops.add(dependency.name)
+        dep_rules, dep_count = source_rules(dependency, use_gitignore)
+        walk = walk_tree(dependency, "source", rules=dep_rules, use_gitignore=use_gitignore,
+                         smtrainignore_count=dep_count, check_secrets=True, prefix=f"{dependency.name}/",
+                         leave_out=leave_out)
+        source_files += walk.files
+        skipped += walk.skipped
+        marked += walk.marked
+        problems += walk.problems
+        named_secrets = [*named_secrets, *walk.secrets]
 
     req_file: PlannedFile | None = None
     if requirements is not None:

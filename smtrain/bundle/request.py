@@ -55,7 +55,7 @@ def check_bundle(plan: Plan) -> PlannedBundle:
     made, program, left_out = _notebook_script(plan, source)
     planned = plan_bundle(entrypoint_parts(), source, code.requirements, use_gitignore=code.use_gitignore,
                           allow=code.allow_secrets, max_size=code.max_bundle_size, leave_out=own_places(plan),
-                          made=made)
+                          made=made, dependencies=[(plan.base_dir / d).resolve() for d in code.dependencies])
     if plan.keras is not None and plan.keras.requirement:
         planned = with_added(planned, (plan.keras.requirement,), "tensorflow.keras: 2 (Keras 2 through tf_keras)")
     if left_out:  # said where the bundle's warnings are said: validate, plan, and before a job is sent

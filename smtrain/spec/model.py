@@ -216,6 +216,9 @@ class CodeSpec(_Model):
                               "(steps_per_execution; the same steps and weights, at a hand-written loop's speed); "
                               "false leaves fit as the script compiled it")
     requirements: Line | None = Field(None, description="requirements file, relative to source_dir")
+    dependencies: tuple[Line, ...] = Field((), description="more directories of code, relative to this file, each "
+                                           "shipped at the bundle's root under its own name, importable by the "
+                                           "job's code (SDK v2's dependencies)")
     use_gitignore: Flag = Field(True, description="leave out what .gitignore ignores")
     allow_secrets: tuple[Line, ...] = Field((), description="gitignore-style patterns of secret-looking files to allow")
     max_bundle_size: Size = Field("100MB", validate_default=True, description="largest sourcedir.tar.gz accepted")

@@ -39,7 +39,6 @@ SMTRAIN_OWN = {
 }
 # Arguments smtrain has no spec field for yet: the import names them (issue tracker: "every estimator argument").
 NO_FIELD_YET = {
-    "dependencies": "extra code directories have no spec field yet: copy them into source_dir",
     "instance_groups": "heterogeneous clusters have no spec field yet",
     "model_uri": "incremental training's model channel has no spec field yet: add it as an input channel",
     "model_channel_name": "incremental training's model channel has no spec field yet",
@@ -57,7 +56,7 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "encrypt_inter_container_traffic", "environment", "hyperparameters", "tags", "framework_version",
           "py_version", "image_uri", "distribution", "tensorboard_output_config", "base_job_name", "input_mode",
           "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
-          "enable_session_tag_chaining")
+          "enable_session_tag_chaining", "dependencies")
 # What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
 JOB_ONLY = ("model_package_config",)
 
@@ -295,6 +294,13 @@ class _Mapping:
                       f"{entry} alone, the spec packs its directory ({source})")
         self.put("code.source_dir", _joined(self.base, source))
         self.put("code.entry_point", entry)
+        dependencies = self.known("dependencies", list)
+        if dependencies:
+            if all(isinstance(d, str) for d in dependencies):
+                self.put("code.dependencies", [_joined(self.base, d) for d in dependencies])
+            else:
+                self.note(self.launcher.arguments["dependencies"], "dependencies",
+                          f"not imported: {dependencies!r} holds a value computed when the launcher runs")
 
     def _inputs(self) -> None:
         mode = self.known("input_mode", str)

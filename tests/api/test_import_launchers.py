@@ -16,6 +16,8 @@ import pytest
 
 import smtrain
 from smtrain.api.importing import import_launcher
+from smtrain.bundle.request import check_bundle
+from smtrain.sagemaker.job_import import smtrain_files
 from tests.render.test_sdk_oracle import differences
 from tests.support import ROOT, launcher_oracle
 from tests.support.cli_runner import smtrain as run_smtrain
@@ -79,7 +81,12 @@ def assert_imports_as_the_sdk_runs(name: str, tmp_path: Path, *, skip_channels: 
     launcher = LAUNCHERS / name
     sdk = (launcher_oracle.notebook_request(launcher) if launcher.suffix == ".ipynb"
            else launcher_oracle.script_request(launcher))
+    sdk_files = sdk.pop(launcher_oracle.CODE_FILES, None)
     ours, result = imported_request(launcher, tmp_path, sdk["TrainingJobName"])
+    if sdk_files is not None:  # the same code ships: the SDK's archive's files, smtrain's own aside
+        own = smtrain_files()
+        bundled = check_bundle(smtrain.plan(smtrain.load(result.spec_file, env=VARIABLES)).plan).files
+        assert sorted(f.path for f in bundled if f.path.split("/")[0] not in own) == sdk_files
     sdk = comparable(sdk, sdk_has_tensorboard="TensorBoardOutputConfig" in sdk)
     sdk["InputDataConfig"] = [c for c in sdk.get("InputDataConfig", []) if c["ChannelName"] not in skip_channels]
     if not sdk["InputDataConfig"]:
@@ -131,8 +138,6 @@ def test_dependencies_and_a_string_input_named(tmp_path):
     assert result.notes == (
         "dependencies_launcher.py:4: entry_point: no source_dir: the SDK packs train.py alone, the spec packs its "
         "directory (code)",
-        "dependencies_launcher.py:5: dependencies: not imported: extra code directories have no spec field yet: copy "
-        "them into source_dir",
         "dependencies_launcher.py:12: metric_definitions: left out: smtrain writes the job's MetricDefinitions from "
         "its own epoch lines",
         "dependencies_launcher.py:14: job_name: smtrain names each job <name>-<time>-<4 hex>; the spec's name is its "
@@ -173,7 +178,7 @@ def test_the_cli_writes_the_spec_and_says_what_it_left(tmp_path):
     proc = run_smtrain("import", "dependencies_launcher.py", cwd=work)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "wrote job.yaml from dependencies_launcher.py"
-    assert "  dependencies_launcher.py:5: dependencies: not imported" in proc.stdout
+    assert "  dependencies_launcher.py:12: metric_definitions: left out" in proc.stdout
     again = run_smtrain("import", "dependencies_launcher.py", "-o", "json", cwd=work)
     assert again.returncode == 2 and json.loads(again.stdout)["error"].startswith("job.yaml exists: pass --force")
     proc = run_smtrain("import", "argparse_launcher.py", "mnist.yaml", "-o", "json", cwd=work)

@@ -675,3 +675,25 @@ def test_s3_key_for(tmp_path: Path) -> None:
     for bad in ("bucket/out", "s3://", "https://bucket.example.invalid/x"):
         with pytest.raises(ValueError):
             s3_key_for(bad, bundle)
+
+
+def test_dependencies_ship_at_the_root_under_their_names_with_their_own_ignore_rules(tmp_path):
+    from smtrain.bundle.build import BundleError, plan_bundle
+
+    src, lib, other = tmp_path / "src", tmp_path / "shared" / "lib", tmp_path / "utils"
+    for place in (src, lib / "sub", other):
+        place.mkdir(parents=True)
+    (src / "train.py").write_text("import lib.helpers\n")
+    (lib / "helpers.py").write_text("X = 1\n")
+    (lib / "sub" / "more.py").write_text("Y = 2\n")
+    (lib / "notes.log").write_text("log\n")
+    (lib / ".smtrainignore").write_text("*.log\n")
+    (other / "u.py").write_text("Z = 3\n")
+    planned = plan_bundle(None, src, dependencies=[lib, other])
+    assert sorted(f.path for f in planned.files) == ["lib/helpers.py", "lib/sub/more.py", "train.py", "utils/u.py"]
+    (src / "lib").mkdir()
+    (src / "lib" / "x.py").write_text("\n")
+    with pytest.raises(BundleError, match="^lib/ would land on source_dir's own lib"):
+        plan_bundle(None, src, dependencies=[lib])
+    with pytest.raises(BundleError, match="is not a directory"):
+        plan_bundle(None, src, dependencies=[src / "train.py"])

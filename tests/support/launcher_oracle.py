@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import json
 import os
 import runpy
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,8 @@ ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's
 DEFAULT_BUCKET = f"sagemaker-{REGION}-{ACCOUNT}"
-BUCKETS = ("my-bucket",)  # the launchers' own bucket, made in moto before they run
+BUCKETS = ("my-bucket",)
+CODE_FILES = "code files"  # the key under which a captured request carries its code archive's file names  # the launchers' own bucket, made in moto before they run
 _ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION, "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
 _UNSET = ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_SESSION_TOKEN",
@@ -53,6 +56,13 @@ def sdk_capturing(endpoint: str | None = None) -> Iterator[list[dict[str, Any]]]
     def intercept(self: Any, request: dict, create: Any, func_name: str | None = None) -> None:
         if func_name == "train":
             captured.append(copy.deepcopy(request))
+            # The files of the code archive the SDK uploaded (to moto), for the bundle's comparison.
+            submitted = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
+            if submitted.startswith("s3://"):
+                bucket, _, key = submitted.removeprefix("s3://").partition("/")
+                body = boto3.client("s3", region_name=REGION).get_object(Bucket=bucket, Key=key)["Body"].read()
+                with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+                    captured[-1][CODE_FILES] = sorted(m.name for m in tar.getmembers() if m.isfile())
             if endpoint is not None:
                 create(request)
 
