@@ -27,8 +27,8 @@ ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's
 DEFAULT_BUCKET = f"sagemaker-{REGION}-{ACCOUNT}"
-BUCKETS = ("my-bucket",)
-CODE_FILES = "code files"  # the key under which a captured request carries its code archive's file names  # the launchers' own bucket, made in moto before they run
+BUCKETS = ("my-bucket",)  # the launchers' own bucket, made in moto before they run
+CODE_FILES = "code files"  # the key under which a captured request carries its code archive's file names
 _ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION, "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
 _UNSET = ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_SESSION_TOKEN",
