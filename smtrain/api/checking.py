@@ -150,12 +150,13 @@ def _data_overrides(found: Planned, data: Mapping[str, str] | Sequence[str] | No
     if unknown:
         raise UserError(f"--data {unknown[0]}: the spec has no input channel {unknown[0]!r} (it has: "
                         f"{', '.join(inputs) or 'none'})", exit_codes.USAGE)
-    remote = [name for name, channel in inputs.items()
-              if name not in given and "://" in channel.uri and not channel.uri.startswith("file://")]
+    remote = [name for name, channel in inputs.items() if name not in given and (
+        channel.uri is None or "://" in channel.uri and not channel.uri.startswith("file://"))]
     if remote and remote_needs_sample:  # every one at once, each at its line
         from smtrain.spec.problems import SpecError
 
-        raise SpecError([found.loaded.problem(("inputs", name), f"{inputs[name].uri}: the check trains here, on a "
+        raise SpecError([found.loaded.problem(("inputs", name), f"{inputs[name].uri or 'a file system'}: the check "
+                                              "trains here, on a "
                                               f"local sample of it; give one with --data {name}=./sample (a few "
                                               "hundred examples in the channel's format)") for name in remote])
     for name, path in given.items():

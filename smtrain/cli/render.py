@@ -83,8 +83,11 @@ def dry_run_text(rendered: dict[str, Any], region: str) -> str:
              f"  role          {request['RoleArn']}",
              f"  output        {request['OutputDataConfig']['S3OutputPath']}"]
     for channel in request.get("InputDataConfig", []):
-        source = channel["DataSource"]["S3DataSource"]
-        lines.append(f"  input         {channel['ChannelName']}: {source['S3Uri']} ({channel.get('InputMode', 'File')})")
+        source = channel["DataSource"].get("S3DataSource")
+        fs = channel["DataSource"].get("FileSystemDataSource")
+        where = source["S3Uri"] if source else (f"{fs['FileSystemType']} {fs['FileSystemId']}:{fs['DirectoryPath']} "
+                                                f"({fs['FileSystemAccessMode']})")
+        lines.append(f"  input         {channel['ChannelName']}: {where} ({channel.get('InputMode', 'File')})")
     hyper = request.get("HyperParameters", {})
     # The script's own are listed; SageMaker's sagemaker_* (program, directory, region, ...) only counted.
     shown = [f"{k}={v}" for k, v in sorted(hyper.items()) if not k.startswith("sagemaker_")]

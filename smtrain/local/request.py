@@ -48,6 +48,10 @@ def render_local(request: Request) -> dict[str, Any]:
     no code channel (network isolation's), whose bundle a local run never uploads."""
     plan = request.plan
     for channel, cfg in plan.spec.inputs.items():
+        if cfg.file_system is not None:
+            raise UserError(f"input channel '{channel}': a file system ({cfg.file_system.type} "
+                            f"{cfg.file_system.id}) is mounted on SageMaker's hosts only; for a local run give the "
+                            f"channel a directory here: --set inputs.{channel}=./data", exit_codes.USAGE)
         if cfg.mode == "Pipe":
             raise UserError(f"input channel '{channel}': Pipe mode streams from S3 into a FIFO, which a local "
                             "run cannot do; use File or FastFile", exit_codes.USAGE)

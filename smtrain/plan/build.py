@@ -321,7 +321,7 @@ def _missing_local_inputs(loaded: LoadedSpec) -> list[Problem]:
 
     out = []
     for name, channel in loaded.spec.inputs.items():
-        if "://" in channel.uri and not channel.uri.startswith("file://"):
+        if channel.uri is None or "://" in channel.uri and not channel.uri.startswith("file://"):
             continue  # s3:// (and the URIs SageMaker reads): no place on this machine
         try:
             path = local_path(channel.uri, loaded.base_dir)

@@ -62,6 +62,9 @@ _CHANNEL_FIELDS: dict[tuple[str, ...], Path_] = {
     ("InputMode",): ("mode",),
     ("DataSource", "S3DataSource", "S3Uri"): ("uri",),
     ("DataSource", "S3DataSource", "S3DataDistributionType"): ("distribution",),
+    ("DataSource", "FileSystemDataSource", "FileSystemId"): ("file_system", "id"),
+    ("DataSource", "FileSystemDataSource", "DirectoryPath"): ("file_system", "directory"),
+    ("DataSource", "FileSystemDataSource"): ("file_system",),
 }
 # Inside one of compute.prefer's InstancePreferences: request member -> the field of compute.prefer[i].
 _PREFERENCE_FIELDS: dict[tuple[str, ...], Path_] = {
@@ -140,7 +143,7 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
 def local_only_fields(spec: Spec) -> list[Path_]:
     """The fields that name a place on this machine (a path or file://): usable by `submit --local` only."""
     fields: list[Path_] = [("inputs", name, "uri") for name, ch in spec.inputs.items()
-                           if not ch.uri.startswith("s3://")]
+                           if ch.uri is not None and not ch.uri.startswith("s3://")]
     if not spec.output.startswith("s3://"):
         fields.append(("output",))
     return fields

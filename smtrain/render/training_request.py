@@ -32,7 +32,7 @@ from smtrain.plan.job_places import (
     source_uri_template,
     tensorboard_s3_path,
 )
-from smtrain.spec.model import ComputeSpec
+from smtrain.spec.model import ComputeSpec, FileSystemSpec
 
 OPERATION = "CreateTrainingJob"
 # What the TensorFlow contract takes by default: log level logging.INFO, the input mode, and the model_dir of
@@ -122,6 +122,13 @@ def contract_hyperparameters(plan: Plan, job_name: str, source_uri: str, output:
     return added
 
 
+def _file_system_channel(name: str, fs: FileSystemSpec) -> dict[str, Any]:
+    """A mounted EFS or FSx for Lustre channel, as SDK v2's FileSystemInput renders it (no InputMode: File)."""
+    return {"ChannelName": name, "DataSource": {"FileSystemDataSource": {
+        "FileSystemId": fs.id, "FileSystemType": fs.type, "DirectoryPath": fs.directory,
+        "FileSystemAccessMode": fs.access_mode}}}
+
+
 def _channel(name: str, uri: str, mode: str | None, distribution: str | None) -> dict[str, Any]:
     channel: dict[str, Any] = {"ChannelName": name, "DataSource": {"S3DataSource": {
         "S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": distribution or "FullyReplicated"}}}
@@ -187,7 +194,8 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
     tensorboard = tensorboard_s3_path(spec)
     if tensorboard:
         request["TensorBoardOutputConfig"] = {"S3OutputPath": tensorboard, "LocalPath": TENSORBOARD_LOCAL_PATH}
-    channels = [_channel(n, ch.uri, ch.mode, ch.distribution) for n, ch in spec.inputs.items()]
+    channels = [_file_system_channel(n, ch.file_system) if ch.file_system is not None else
+                _channel(n, str(ch.uri), ch.mode, ch.distribution) for n, ch in spec.inputs.items()]
     if spec.network.isolation:
         channels.append(_channel(CODE_CHANNEL, source_uri, None, None))
     if channels:

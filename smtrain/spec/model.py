@@ -181,8 +181,23 @@ class TrainingSpec(_Model):
         "batch_size_per_replica x replicas x N (own scripts: smtrain_tf.fit and wrapped scripts)")
 
 
+class FileSystemSpec(_Model):
+    """An EFS or FSx for Lustre file system SageMaker mounts as a channel (FileSystemDataSource)."""
+
+    id: checked("a file system id", patterns.FILE_SYSTEM_ID, "such as fs-0123456789abcdef0") = Field(
+        description="the file system's id")
+    type: Literal["EFS", "FSxLustre"] = Field(description="EFS or FSxLustre")
+    directory: checked("a directory path", patterns.FILE_SYSTEM_DIRECTORY, "an absolute path in the file system, "
+                       "such as /fsx/data (FSx for Lustre: /MOUNTNAME/...)") = Field(
+        description="the directory in the file system that the channel holds")
+    access_mode: Literal["ro", "rw"] = Field("ro", description="ro (default) or rw")
+
+
 class ChannelSpec(_Model):
-    uri: DataUri
+    uri: DataUri | None = Field(None, description="the data: s3://, or a place here for --local")
+    file_system: FileSystemSpec | None = Field(
+        None, description="instead of uri: an EFS or FSx for Lustre file system (SDK v2's FileSystemInput); "
+        "needs network.subnets and security_groups")
     mode: Literal["File", "FastFile", "Pipe"] | None = None
     distribution: Literal["FullyReplicated", "ShardedByS3Key"] | None = None
 
@@ -424,6 +439,7 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     if bool(spec.network.subnets) != bool(spec.network.security_groups):
         out.append(loaded.problem(("network",), "give both subnets and security_groups (a VPC needs both), "
                                   "or neither"))
+    out += _channel_problems(loaded)
     code = spec.code
     if code.entry_point is None:
         # Only the bundled entrypoint reads training:; an own script takes any name (epochs included).
@@ -450,6 +466,26 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     if ":" in spec.training.data and no_code:
         out.append(loaded.problem(("training", "data"), "a module:function data hook lives in your code: "
                                   "set code.source_dir (or code.git)"))
+    return out
+
+
+def _channel_problems(loaded: LoadedSpec) -> list[Problem]:
+    """A channel is a uri or a file system; a file system is mounted (File mode, whole) inside the job's VPC."""
+    spec, out = loaded.spec, []
+    for name, channel in spec.inputs.items():
+        if (channel.uri is None) == (channel.file_system is None):
+            out.append(loaded.problem(("inputs", name), "give the channel a uri or a file_system (one of them)"))
+        elif channel.file_system is not None:
+            if channel.mode not in (None, "File"):
+                out.append(loaded.problem(("inputs", name, "mode"), f"a file system channel is mounted in the "
+                                          f"container: File mode only, not {channel.mode}"))
+            if channel.distribution is not None:
+                out.append(loaded.problem(("inputs", name, "distribution"), "a file system channel is mounted "
+                                          "whole on every host: distribution is for s3:// channels"))
+            if not spec.network.subnets:
+                out.append(loaded.problem(("inputs", name, "file_system"), "SageMaker mounts a file system inside "
+                                          "the job's VPC: set network.subnets and network.security_groups (the "
+                                          "file system's)"))
     return out
 
 

@@ -66,7 +66,8 @@ def editor_schema(spec_model: type[BaseModel]) -> dict[str, Any]:
             properties[name] = _field(prop)
     # A channel may be written as its URI alone; the loader expands it to {uri: ...}.
     inputs = schema["properties"]["inputs"]
-    channel = schema["$defs"]["ChannelSpec"]["properties"]["uri"]
+    uri = schema["$defs"]["ChannelSpec"]["properties"]["uri"]
+    channel = {"anyOf": [s for s in uri["anyOf"] if s.get("type") != "null"]} if "anyOf" in uri else uri
     inputs["additionalProperties"] = {"anyOf": [channel, inputs["additionalProperties"]]}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema

@@ -342,8 +342,18 @@ class _Mapping:
                 self.note(arg, where, f"not imported: its s3_data is {uri}")
                 return None
         elif isinstance(item, SdkObject) and item.kind == "FileSystemInput":
-            self.note(arg, where, "not imported: EFS and FSx for Lustre inputs have no spec field yet")
-            return None
+            fs = item.arguments
+            if any(not isinstance(fs.get(k), str) for k in ("file_system_id", "file_system_type", "directory_path")):
+                self.note(arg, where, "not imported: a FileSystemInput with a value computed when the launcher runs")
+                return None
+            system = {"id": fs["file_system_id"], "type": fs["file_system_type"], "directory": fs["directory_path"]}
+            if fs.get("file_system_access_mode", "ro") != "ro":
+                system["access_mode"] = fs["file_system_access_mode"]
+            for key, value in fs.items():
+                if key not in ("file_system_id", "file_system_type", "directory_path", "file_system_access_mode") \
+                        and value is not None:
+                    self.note(arg, f"{where}.{key}", f"not imported: {key}={value!r} has no spec field")
+            return {"file_system": system}
         else:
             self.note(arg, where, f"not imported: {item!r} is not an input the SDK takes")
             return None

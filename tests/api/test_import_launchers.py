@@ -144,10 +144,11 @@ def test_dependencies_and_a_string_input_named(tmp_path):
         "prefix (smtrain submit --job-name NAME gives one exact name)")
 
 
-def test_an_fsx_input_is_named_and_the_rest_equal(tmp_path):
-    result = assert_imports_as_the_sdk_runs("fsx_launcher.py", tmp_path, skip_channels=("train",))
-    assert result.notes == ("fsx_launcher.py:18: fit(inputs)['train']: not imported: EFS and FSx for Lustre inputs "
-                            "have no spec field yet",)
+def test_an_fsx_input(tmp_path):
+    result = assert_imports_as_the_sdk_runs("fsx_launcher.py", tmp_path)
+    assert result.notes == ()
+    assert "  train:\n    file_system:\n      id: fs-0123456789abcdef0\n      type: FSxLustre\n" in \
+        result.spec_file.read_text()
 
 
 def test_a_custom_image(tmp_path):

@@ -129,6 +129,13 @@ VARIED: dict[str, dict[str, Any]] = {
                                       "training_plan": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p3"},
                           "output_kms_key": "arn:aws:kms:us-east-1:123456789012:key/def"},
     "old_tf": {"tensorflow": {"version": "2.13"}, "compute": {"instance_type": "ml.g5.xlarge"}},
+    "file_systems": {"compute": {"instance_type": "ml.g5.xlarge"},
+                     "network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"]},
+                     "inputs": {"lustre": {"file_system": {"id": "fs-0123456789abcdef0", "type": "FSxLustre",
+                                                           "directory": "/abcdefgh/data"}},
+                                "efs": {"file_system": {"id": "fs-0abc1234", "type": "EFS", "directory": "/data",
+                                                        "access_mode": "rw"}},
+                                "s3": "s3://my-bucket/x"}},
     "switches_and_registry": {"compute": {"instance_type": "ml.g5.xlarge", "remote_debug": True, "infra_check": True},
                               "output_compression": False, "session_tag_chaining": True,
                               "model_package": {

@@ -33,6 +33,7 @@ TUNING = {"objective": "validation:accuracy", "ranges": {"training.learning_rate
 
 # Every pattern-checked place in the schema: a valid sample for it, and the field a newline there is
 # refused at (None: the text is read into a number, so no newline can remain).
+IN_A_VPC = {"network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"]}}
 SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "name": ({"name": "mnist<NL>"}, "name"),
     "role": ({"role": "arn:aws:iam::123456789012:role/R<NL>"}, "role"),
@@ -77,6 +78,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "code.source_dir": ({"code": {"source_dir": "src<NL>"}}, "code.source_dir"),
     "code.entry_point": ({"code": {"source_dir": "src", "entry_point": "train.py<NL>"}}, "code.entry_point"),
     "code.requirements": ({"code": {"source_dir": "src", "requirements": "req.txt<NL>"}}, "code.requirements"),
+    "code.dependencies[0]": ({"code": {"dependencies": ["src<NL>"]}}, "code.dependencies[0]"),
     "code.allow_secrets[0]": ({"code": {"allow_secrets": ["*.pem<NL>"]}}, "code.allow_secrets[0]"),
     "code.max_bundle_size": ({"code": {"max_bundle_size": "100MB<NL>"}}, None),
     "code.git.repository": ({"code": {"git": {"repository": GIT + NL}}}, "code.git.repository"),
@@ -95,6 +97,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
                                                                                               "max": "0.1<NL>"}}}}, None),
     "inputs.<key>": ({"inputs": {"train<NL>": "s3://my-bucket/t"}}, "inputs['train\\n']"),
     "inputs.<value>": ({"inputs": {"train": "s3://my-bucket/t<NL>"}}, "inputs.train.uri"),
+    "inputs.<value>.file_system.id": ({**IN_A_VPC, "inputs": {"fs": {"file_system": {
+        "id": "fs-0123abcd<NL>", "type": "EFS", "directory": "/data"}}}}, "inputs.fs.file_system.id"),
+    "inputs.<value>.file_system.directory": ({**IN_A_VPC, "inputs": {"fs": {"file_system": {
+        "id": "fs-0123abcd", "type": "EFS", "directory": "/data<NL>"}}}}, "inputs.fs.file_system.directory"),
     "inputs.<value>.uri": ({"inputs": {"train": {"uri": "s3://my-bucket/t<NL>"}}}, "inputs.train.uri"),
     "output": ({"output": "s3://my-bucket/out<NL>"}, "output"),
     "checkpoints": ({"checkpoints": "s3://my-bucket/ck<NL>"}, "checkpoints"),

@@ -55,7 +55,7 @@ DEFAULT_ENTRY_POINT = "smtrain_entry.py"
 
 _INPUT_MODES = ("File", "FastFile", "Pipe")
 _INPUT_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
-_INPUT_KEYS = frozenset({"uri", "mode", "distribution"})
+_INPUT_KEYS = frozenset({"uri", "mode", "distribution", "file_system"})
 
 
 @dataclass(frozen=True)
@@ -323,6 +323,8 @@ def _check_spec(spec: EstimatorSpec) -> None:
         unknown = sorted(set(cfg) - _INPUT_KEYS)
         if unknown:
             raise ValueError(f"input channel {channel!r}: unknown keys {unknown}")
+        if cfg.get("file_system"):
+            continue  # a FileSystemInput: the SDK checks its type and access mode
         if not str(cfg.get("uri", "")).startswith("s3://"):
             raise ValueError(f"input channel {channel!r}: uri must be an s3:// URI")
         if cfg.get("mode") not in (None, *_INPUT_MODES):
@@ -384,12 +386,12 @@ def _resolve_py_version(spec: EstimatorSpec) -> str | None:
 def training_inputs(spec: EstimatorSpec) -> dict[str, TrainingInput] | None:
     """The spec's channels as SDK TrainingInputs (None when there are none), for ``fit()``."""
     _import_sdk()
-    from sagemaker.inputs import TrainingInput
+    from sagemaker.inputs import FileSystemInput, TrainingInput
 
     if not spec.inputs:
         return None
     return {
-        channel: TrainingInput(
+        channel: FileSystemInput(**cfg["file_system"]) if cfg.get("file_system") else TrainingInput(
             s3_data=cfg["uri"],
             input_mode=cfg.get("mode"),
             distribution=cfg.get("distribution"),  # None -> the SDK's FullyReplicated
@@ -592,7 +594,11 @@ def estimator_spec(request: Request) -> Any:
         environment=dict(plan.environment),  # the spec's, then smtrain's SMTRAIN_* variables
         tags=dict(spec.tags),
         metric_definitions=metric_definitions(plan.metrics),
-        inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution}
+        inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution, "file_system": None if
+                       ch.file_system is None else {
+                           "file_system_id": ch.file_system.id, "file_system_type": ch.file_system.type,
+                           "directory_path": ch.file_system.directory,
+                           "file_system_access_mode": ch.file_system.access_mode}}
                 for name, ch in spec.inputs.items()},
         tensorboard_s3_uri=tensorboard,
         tensorboard_local_path=TENSORBOARD_LOCAL_PATH if tensorboard else None,
