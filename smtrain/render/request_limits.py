@@ -123,6 +123,8 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
         name = channel.get("ChannelName") if isinstance(channel, Mapping) else None
         if not isinstance(name, str):
             return ("inputs",)
+        if name == spec.model_channel and spec.model_uri is not None and name not in spec.inputs:
+            return ("model_uri",) if path[2:] else ("model_channel",)
         if name not in spec.inputs:  # the code channel (network isolation): the bundle under output
             return ("output",) if path[2:] else ("inputs",)
         inner = _longest(_CHANNEL_FIELDS, path[2:])
@@ -144,6 +146,8 @@ def local_only_fields(spec: Spec) -> list[Path_]:
     """The fields that name a place on this machine (a path or file://): usable by `submit --local` only."""
     fields: list[Path_] = [("inputs", name, "uri") for name, ch in spec.inputs.items()
                            if ch.uri is not None and not ch.uri.startswith("s3://")]
+    if spec.model_uri is not None and not spec.model_uri.startswith("s3://"):
+        fields.append(("model_uri",))
     if not spec.output.startswith("s3://"):
         fields.append(("output",))
     return fields

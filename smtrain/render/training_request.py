@@ -43,6 +43,7 @@ _MPI_MODEL_DIR = "/opt/ml/model"
 # With network isolation the code goes in as an input channel of its own and the container is pointed there
 # (the SDK's code_channel_name and CONTAINER_CODE_CHANNEL_SOURCEDIR_PATH).
 CODE_CHANNEL = "code"
+MODEL_CONTENT_TYPE = "application/x-sagemaker-model"  # model_uri's channel, as SDK v2 sends it
 _CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
 # SageMaker's metric time series, for TensorFlow 1.15 and later (as the SDK's TensorFlow estimator turns it on).
 _METRICS_TIME_SERIES_FROM = (1, 15)
@@ -196,6 +197,11 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
         request["TensorBoardOutputConfig"] = {"S3OutputPath": tensorboard, "LocalPath": TENSORBOARD_LOCAL_PATH}
     channels = [_file_system_channel(n, ch.file_system) if ch.file_system is not None else
                 _channel(n, str(ch.uri), ch.mode, ch.distribution) for n, ch in spec.inputs.items()]
+    if spec.model_uri is not None:
+        # As SDK v2 adds model_uri's channel (sagemaker/job.py): after the inputs, files, the model content type.
+        model = _channel(spec.model_channel, spec.model_uri, "File", None)
+        model["ContentType"] = MODEL_CONTENT_TYPE
+        channels.append(model)
     if spec.network.isolation:
         channels.append(_channel(CODE_CHANNEL, source_uri, None, None))
     if channels:

@@ -20,6 +20,7 @@ from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session
 from smtrain.bundle.entrypoint import entrypoint_parts
 from smtrain.errors import UserError
+from smtrain.render.training_request import MODEL_CONTENT_TYPE
 from smtrain.sagemaker.backend import SageMakerBackend
 from smtrain.spec.launcher import Arg, Launcher, SdkObject
 
@@ -177,7 +178,14 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
     if user:
         args["hyperparameters"] = user
     code = _code_channel(d)
-    inputs = {c["ChannelName"]: _channel(c) for c in d.get("InputDataConfig") or [] if c is not code}
+    channels = [c for c in d.get("InputDataConfig") or [] if c is not code]
+    # model_uri's channel, as SDK v2 (and smtrain) make it: the model content type, one S3 source.
+    model = next((c for c in channels if c.get("ContentType") == MODEL_CONTENT_TYPE
+                  and "S3DataSource" in c.get("DataSource", {})), None)
+    if model is not None:
+        args["model_uri"] = model["DataSource"]["S3DataSource"]["S3Uri"]
+        args["model_channel_name"] = model["ChannelName"]
+    inputs = {c["ChannelName"]: _channel(c) for c in channels if c is not model}
     return {k: v for k, v in args.items() if v is not None}, (inputs or None)
 
 

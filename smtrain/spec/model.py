@@ -264,6 +264,10 @@ class Spec(_Model):
     output: DataUri = Field(description="where model, output and code go (s3://, or local for --local)")
     output_kms_key: KmsKey | None = Field(None, description="OutputDataConfig.KmsKeyId: encrypts the model "
                                           "and output archives SageMaker writes to output")
+    model_uri: DataUri | None = Field(None, description="a model to start from (incremental training): the job "
+                                      "gets it in the channel model_channel, SM_CHANNEL_MODEL (SDK v2's model_uri); "
+                                      "s3://, or a place here for --local")
+    model_channel: ChannelName = Field("model", description="the channel of model_uri (SDK v2's model_channel_name)")
     output_compression: Flag = Field(True, description="false: SageMaker uploads the model and output files "
                                      "uncompressed, not as model.tar.gz (OutputDataConfig.CompressionType NONE; "
                                      "SDK v2's disable_output_compression)")
@@ -470,8 +474,12 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
 
 
 def _channel_problems(loaded: LoadedSpec) -> list[Problem]:
-    """A channel is a uri or a file system; a file system is mounted (File mode, whole) inside the job's VPC."""
+    """A channel is a uri or a file system; a file system is mounted (File mode, whole) inside the job's VPC;
+    model_uri's channel is a channel of its own."""
     spec, out = loaded.spec, []
+    if spec.model_uri is not None and spec.model_channel in spec.inputs:
+        out.append(loaded.problem(("model_channel",), f"inputs has a channel named {spec.model_channel} too: name "
+                                  "model_uri's channel otherwise (model_channel) or rename the input"))
     for name, channel in spec.inputs.items():
         if (channel.uri is None) == (channel.file_system is None):
             out.append(loaded.problem(("inputs", name), "give the channel a uri or a file_system (one of them)"))

@@ -40,8 +40,6 @@ SMTRAIN_OWN = {
 # Arguments smtrain has no spec field for yet: the import names them (issue tracker: "every estimator argument").
 NO_FIELD_YET = {
     "instance_groups": "heterogeneous clusters have no spec field yet",
-    "model_uri": "incremental training's model channel has no spec field yet: add it as an input channel",
-    "model_channel_name": "incremental training's model channel has no spec field yet",
     "training_repository_access_mode": "a private image registry has no spec field yet",
     "training_repository_credentials_provider_arn": "a private image registry has no spec field yet",
     "container_entry_point": "smtrain runs the TensorFlow image's own entry point",
@@ -56,7 +54,7 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "encrypt_inter_container_traffic", "environment", "hyperparameters", "tags", "framework_version",
           "py_version", "image_uri", "distribution", "tensorboard_output_config", "base_job_name", "input_mode",
           "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
-          "enable_session_tag_chaining", "dependencies")
+          "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name")
 # What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
 JOB_ONLY = ("model_package_config",)
 
@@ -380,6 +378,12 @@ class _Mapping:
         key = self.known("output_kms_key", str)
         if key is not None:
             self.data["output_kms_key"] = key
+        model = self.known("model_uri", str)
+        if model is not None:
+            self.data["model_uri"] = model
+            channel = self.known("model_channel_name", str)
+            if channel not in (None, "model"):
+                self.data["model_channel"] = channel
         checkpoints = self.known("checkpoint_s3_uri", str)
         if checkpoints is not None:
             self.data["checkpoints"] = checkpoints

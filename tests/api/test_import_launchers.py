@@ -169,8 +169,8 @@ def test_computed_values_are_named_with_their_lines(tmp_path):
         "cheapest GPU instance that fits)",
         "computed_launcher.py:16: hyperparameters['run-id']: not imported: os.environ.get('RUN_ID', 'a'): computed "
         "when the launcher runs",
-        "computed_launcher.py:18: model_uri: not imported: incremental training's model channel has no spec field "
-        "yet: add it as an input channel")
+        "computed_launcher.py:18: model_uri: s3://${SMTRAIN_BUCKET}/models/previous.tar.gz: the spec reads "
+        "${SMTRAIN_BUCKET} (looked up by the launcher when it runs)")
 
 
 def test_the_cli_writes_the_spec_and_says_what_it_left(tmp_path):

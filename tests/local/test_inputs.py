@@ -83,6 +83,23 @@ def test_s3_channels_are_downloaded_once_and_linked(tmp_path: Path, s3_env) -> N
     assert shares == [["deep/part-1.npz"], ["part-0.npz"]]
 
 
+def test_model_uri_reaches_every_host_as_its_channel_from_s3_or_here(tmp_path: Path, s3_env) -> None:
+    (tmp_path / "previous").mkdir()
+    (tmp_path / "previous" / "weights.h5").write_text("w")
+    for uri, channel, expected in ((f"s3://{BUCKET}/single/file.csv", "model", ["file.csv"]),
+                                   ("previous", "warm", ["weights.h5"])):
+        plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "region": REGION, "model_uri": uri,
+                                    "model_channel": channel})
+        backend = LocalBackend(tmp_path / "home")
+        job = backend.run(local_request(plan, f"warm-{channel}"), grace=1)
+        assert job.status == "Completed", job.failure_reason
+        job_dir = backend.store.job_dir(f"warm-{channel}")
+        config = json.loads((job_dir / "hosts" / "algo-2" / "input" / "config" / "inputdataconfig.json").read_text())
+        assert config[channel]["ContentType"] == "application/x-sagemaker-model"
+        for host in ("algo-1", "algo-2"):
+            assert channel_files(job_dir / "hosts" / host / "input" / "data" / channel) == expected
+
+
 def test_an_empty_s3_prefix_fails_the_job_with_a_client_error(tmp_path: Path, s3_env) -> None:
     plan = make_plan(tmp_path, {"region": REGION, "inputs": {"train": f"s3://{BUCKET}/nothing/here"}})
     job = LocalBackend(tmp_path / "home").run(local_request(plan, "empty"), grace=1)

@@ -136,6 +136,11 @@ VARIED: dict[str, dict[str, Any]] = {
                                 "efs": {"file_system": {"id": "fs-0abc1234", "type": "EFS", "directory": "/data",
                                                         "access_mode": "rw"}},
                                 "s3": "s3://my-bucket/x"}},
+    "incremental": {"compute": {"instance_type": "ml.g5.xlarge"}, "model_uri": "s3://my-bucket/models/m.tar.gz",
+                    "model_channel": "previous", "inputs": {"train": "s3://my-bucket/train"}},
+    "incremental_isolated": {"compute": {"instance_type": "ml.g5.xlarge"}, "model_uri": "s3://my-bucket/models/",
+                             "network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"],
+                                         "isolation": True}},
     "switches_and_registry": {"compute": {"instance_type": "ml.g5.xlarge", "remote_debug": True, "infra_check": True},
                               "output_compression": False, "session_tag_chaining": True,
                               "model_package": {

@@ -81,7 +81,7 @@ def test_a_job_smtrain_submitted_with_every_switch_imports_back(aws, tmp_path):
         "compute": {"instance_type": "ml.g5.12xlarge", "nodes": 2, "remote_debug": True, "infra_check": True,
                     "keep_alive": "30m", "max_retry_attempts": 2},
         "distribution": {"strategy": "multi_worker_mirrored"},
-        "output_compression": False,
+        "output_compression": False, "model_uri": f"s3://{moto_server.BUCKET}/models/m.tar.gz", "model_channel": "warm",
         "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
                           "source": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/1"},
         "inputs": {"train": {"uri": f"s3://{moto_server.BUCKET}/train", "mode": "FastFile"}},
@@ -102,3 +102,4 @@ def test_a_job_smtrain_submitted_with_every_switch_imports_back(aws, tmp_path):
     ours, theirs = json.loads(dry.stdout)["request"], described_request(aws, "round-trip-1")
     assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []
     assert ours["ModelPackageConfig"] == theirs["ModelPackageConfig"] and "RemoteDebugConfig" in ours
+    assert [c["ChannelName"] for c in ours["InputDataConfig"]] == ["train", "warm"]

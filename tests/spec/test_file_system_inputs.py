@@ -70,3 +70,11 @@ def test_the_dry_run_shows_it_and_a_local_run_refuses_it(tmp_path):
     assert local.returncode == 2
     assert ("input channel 'train': a file system (FSxLustre fs-0123456789abcdef0) is mounted on SageMaker's hosts "
             "only; for a local run give the channel a directory here: --set inputs.train=./data") in local.stderr
+
+
+def test_model_uri_s_channel_is_a_channel_of_its_own(tmp_path):
+    found = problems(tmp_path, {"model_uri": "s3://my-bucket/m.tar.gz", "inputs": {"model": "s3://my-bucket/x"}})
+    assert found == ["model_channel: inputs has a channel named model too: name model_uri's channel otherwise "
+                     "(model_channel) or rename the input"]
+    assert problems(tmp_path, {"model_uri": "s3://my-bucket/m.tar.gz", "model_channel": "warm",
+                               "inputs": {"model": "s3://my-bucket/x"}}) == []

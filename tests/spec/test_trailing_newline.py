@@ -97,6 +97,8 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
                                                                                               "max": "0.1<NL>"}}}}, None),
     "inputs.<key>": ({"inputs": {"train<NL>": "s3://my-bucket/t"}}, "inputs['train\\n']"),
     "inputs.<value>": ({"inputs": {"train": "s3://my-bucket/t<NL>"}}, "inputs.train.uri"),
+    "model_uri": ({"model_uri": "s3://my-bucket/m.tar.gz<NL>"}, "model_uri"),
+    "model_channel": ({"model_uri": "s3://my-bucket/m.tar.gz", "model_channel": "warm<NL>"}, "model_channel"),
     "inputs.<value>.file_system.id": ({**IN_A_VPC, "inputs": {"fs": {"file_system": {
         "id": "fs-0123abcd<NL>", "type": "EFS", "directory": "/data"}}}}, "inputs.fs.file_system.id"),
     "inputs.<value>.file_system.directory": ({**IN_A_VPC, "inputs": {"fs": {"file_system": {

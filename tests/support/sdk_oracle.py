@@ -108,6 +108,8 @@ class EstimatorSpec:
     enable_infra_check: bool = False
     disable_output_compression: bool = False
     enable_session_tag_chaining: bool = False
+    model_uri: str | None = None
+    model_channel_name: str = "model"
 
 
 # --------------------------------------------------------------------------------------------
@@ -468,6 +470,9 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
                  "enable_session_tag_chaining"):
         if getattr(spec, name):
             kwargs[name] = True
+    if spec.model_uri:
+        kwargs["model_uri"] = spec.model_uri
+        kwargs["model_channel_name"] = spec.model_channel_name
 
     try:
         with _default_boto_session(session.boto_session):
@@ -610,6 +615,8 @@ def estimator_spec(request: Request) -> Any:
         enable_infra_check=c.infra_check,
         disable_output_compression=not spec.output_compression,
         enable_session_tag_chaining=spec.session_tag_chaining,
+        model_uri=spec.model_uri,
+        model_channel_name=spec.model_channel,
     )
 
 
