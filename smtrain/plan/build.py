@@ -323,16 +323,16 @@ def _missing_local_inputs(loaded: LoadedSpec) -> list[Problem]:
     places: list[tuple[tuple[str, ...], str | None]] = [(("inputs", name), channel.uri)
                                                         for name, channel in loaded.spec.inputs.items()]
     places.append((("model_uri",), loaded.spec.model_uri))
-    for field, uri in places:
+    for at, uri in places:
         if uri is None or "://" in uri and not uri.startswith("file://"):
             continue  # s3:// (and the URIs SageMaker reads): no place on this machine
         try:
             path = local_path(uri, loaded.base_dir)
         except UserError as exc:
-            out.append(loaded.problem(field, str(exc)))
+            out.append(loaded.problem(at, str(exc)))
             continue
         if not path.exists():
-            out.append(loaded.problem(field, f"{uri} does not exist on this machine ({path}): "
+            out.append(loaded.problem(at, f"{uri} does not exist on this machine ({path}): "
                                       "the local run fails unless it is made first (or give an s3:// URI)"))
     return out
 
