@@ -223,6 +223,9 @@ class LocalBackend:
         body = render_local(request)
         hyperparameters = dict(body["HyperParameters"])
         environment = dict(body.get("Environment") or {})
+        # checkpoint_local_path is a place in SageMaker's container: here each host keeps checkpoints in its own
+        # checkpoints/ directory, where smtrain_tf.checkpoint_dir() finds them without it.
+        environment.pop("SMTRAIN_CHECKPOINT_DIR", None)
         layout = replica_layout.choose(plan, replicas_per_host)
         # An environment variable, not a hyperparameter: an own script's arguments are its own (its
         # argparse may refuse any other), and smtrain_tf reads SMTRAIN_<NAME> for every program.

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from smtrain.plan.job_places import CHECKPOINT_LOCAL_PATH
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.notebook import is_notebook, program_name
 from smtrain.spec.problems import Path_, Problem, dotted
@@ -91,6 +92,9 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
         found.append(Variable("TF_USE_LEGACY_KERAS", "1", ("tensorflow", "keras")))
     if spec.compute.allow_cpu:
         found.append(Variable("SMTRAIN_ALLOW_CPU", "true", ("compute", "allow_cpu")))
+    if spec.checkpoint_local_path not in (None, CHECKPOINT_LOCAL_PATH):
+        # smtrain's own code (the entrypoint, the wrap, smtrain_tf.checkpoint_dir()) writes where SageMaker syncs.
+        found.append(Variable("SMTRAIN_CHECKPOINT_DIR", str(spec.checkpoint_local_path), ("checkpoint_local_path",)))
     if what != BUNDLED and training.gradient_accumulation_steps is not None:
         # The bundled entrypoint gets it as a hyperparameter instead.
         found.append(Variable("SMTRAIN_GRADIENT_ACCUMULATION_STEPS", str(training.gradient_accumulation_steps),

@@ -165,6 +165,8 @@ _SAGEMAKER_ONLY: dict[Path_, str] = {
     ("compute", "infra_check"): "SageMaker's check of its instances before the job",
     ("session_tag_chaining",): "the role's session tags, passed on by SageMaker",
     ("model_package",): "SageMaker's model registry",
+    ("checkpoint_local_path",): "the directory of SageMaker's container synced with checkpoints: here each host "
+                                "keeps checkpoints in its own checkpoints/ directory",
 }
 
 

@@ -191,7 +191,8 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
     if capacity and c.max_pending is not None:
         stopping["MaxPendingTimeInSeconds"] = c.max_pending
     if spec.checkpoints:
-        request["CheckpointConfig"] = {"S3Uri": spec.checkpoints, "LocalPath": CHECKPOINT_LOCAL_PATH}
+        request["CheckpointConfig"] = {"S3Uri": spec.checkpoints,
+                                       "LocalPath": spec.checkpoint_local_path or CHECKPOINT_LOCAL_PATH}
     tensorboard = tensorboard_s3_path(spec)
     if tensorboard:
         request["TensorBoardOutputConfig"] = {"S3OutputPath": tensorboard, "LocalPath": TENSORBOARD_LOCAL_PATH}

@@ -187,7 +187,7 @@ class FileSystemSpec(_Model):
     id: checked("a file system id", patterns.FILE_SYSTEM_ID, "such as fs-0123456789abcdef0") = Field(
         description="the file system's id")
     type: Literal["EFS", "FSxLustre"] = Field(description="EFS or FSxLustre")
-    directory: checked("a directory path", patterns.FILE_SYSTEM_DIRECTORY, "an absolute path in the file system, "
+    directory: checked("a directory path", patterns.ABSOLUTE_PATH, "an absolute path in the file system, "
                        "such as /fsx/data (FSx for Lustre: /MOUNTNAME/...)") = Field(
         description="the directory in the file system that the channel holds")
     access_mode: Literal["ro", "rw"] = Field("ro", description="ro (default) or rw")
@@ -276,6 +276,10 @@ class Spec(_Model):
     session_tag_chaining: Flag = Field(False, description="SessionChainingConfig: the role's session tags pass on "
                                        "to the sessions the job opens (SDK v2's enable_session_tag_chaining)")
     checkpoints: S3Uri | None = Field(None, description="checkpoint S3 URI; required when compute.spot is true")
+    checkpoint_local_path: checked("an absolute path", patterns.ABSOLUTE_PATH, "a directory in the container, such "
+                                   "as /opt/ml/checkpoints") | None = Field(
+        None, description="with checkpoints: the container's directory SageMaker syncs with it (CheckpointConfig."
+        "LocalPath; SDK v2's checkpoint_local_path); default /opt/ml/checkpoints")
     tensorboard: S3UriOrOff | None = Field(
         None, description="where SageMaker keeps the job's TensorBoard event files (an S3 URI: its "
         "TensorBoardOutputConfig; they land under <uri>/<job>/tensorboard-output/), or false for none; default "
@@ -428,6 +432,9 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     if c.spot and spec.checkpoints is None:
         out.append(loaded.problem(("compute", "spot"), "spot training needs `checkpoints: s3://...` so that an "
                                   "interrupted job resumes instead of starting over"))
+    if spec.checkpoint_local_path is not None and spec.checkpoints is None:
+        out.append(loaded.problem(("checkpoint_local_path",), "checkpoint_local_path is the directory SageMaker syncs "
+                                  "with `checkpoints`: set checkpoints: s3://... too (or remove it)"))
     if c.max_wait is not None and not c.spot:
         out.append(loaded.problem(("compute", "max_wait"), "max_wait applies only to spot training: "
                                   "set compute.spot: true or remove max_wait"))

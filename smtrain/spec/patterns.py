@@ -68,7 +68,7 @@ S3_URI = Pattern(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](?:/[^\x00-\x1f\x7f]*)?"
 CHANNEL = Pattern(r"(?!\.\.?$)[A-Za-z0-9._-]{1,64}")
 ENV_NAME = Pattern(r"[A-Za-z_][A-Za-z0-9_]{0,511}")
 FILE_SYSTEM_ID = Pattern(r"fs-[0-9a-f]{8,18}")  # FileSystemDataSource.FileSystemId: 11-21 characters
-FILE_SYSTEM_DIRECTORY = Pattern(r"/[^\x00-\x1f\x7f]*", max_length=4096)
+ABSOLUTE_PATH = Pattern(r"/[^\x00-\x1f\x7f]*", max_length=4096)  # a directory in a file system or the container
 SUBNET = Pattern(r"subnet-[0-9a-f]{8,17}")
 SECURITY_GROUP = Pattern(r"sg-[0-9a-f]{8,17}")
 PYTHON_TAG = Pattern(r"py3[0-9]{1,2}")

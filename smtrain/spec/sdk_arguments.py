@@ -388,9 +388,8 @@ class _Mapping:
         if checkpoints is not None:
             self.data["checkpoints"] = checkpoints
         local = self.known("checkpoint_local_path", str)
-        if local is not None and local.rstrip("/") != CHECKPOINT_DEFAULT:
-            self.note(self.launcher.arguments["checkpoint_local_path"], "checkpoint_local_path",
-                      f"not imported: smtrain's jobs keep checkpoints in {CHECKPOINT_DEFAULT} (no spec field yet)")
+        if local is not None and local != CHECKPOINT_DEFAULT and checkpoints is not None:
+            self.data["checkpoint_local_path"] = local
         board = self.known("tensorboard_output_config", SdkObject)
         if board is not None:
             s3 = board.arguments.get("s3_output_path")

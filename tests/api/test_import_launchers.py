@@ -65,6 +65,12 @@ def comparable(request: dict[str, Any], *, sdk_has_tensorboard: bool) -> dict[st
             channel.pop("InputMode")
     if "CheckpointConfig" in r:
         r["CheckpointConfig"].setdefault("LocalPath", "/opt/ml/checkpoints")
+        # A place of one's own: smtrain tells its own code (smtrain_tf.checkpoint_dir()) through the environment.
+        environment = r.get("Environment", {})
+        if environment.get("SMTRAIN_CHECKPOINT_DIR") == r["CheckpointConfig"]["LocalPath"]:
+            del environment["SMTRAIN_CHECKPOINT_DIR"]
+            if not environment:
+                del r["Environment"]
     return r
 
 
@@ -123,6 +129,7 @@ def test_each_strategy(name, tmp_path):
 
 def test_spot_with_checkpoints_and_training_inputs(tmp_path):
     result = assert_imports_as_the_sdk_runs("spot_launcher.py", tmp_path)
+    assert "checkpoint_local_path: /opt/ml/checkpoints/spot\n" in result.spec_file.read_text()
     assert result.notes == ("spot_launcher.py:11: role: sagemaker.get_execution_role(): the notebook's or instance's "
                             "role, looked up when the launcher runs: the spec reads ${SMTRAIN_ROLE}",)
 

@@ -148,9 +148,10 @@ def test_the_sagemaker_only_switches_are_told_to_a_local_run(tmp_path):
     spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "remote_debug": True,
                                              "infra_check": True},
                                  "output_compression": False, "session_tag_chaining": True,
+                                 "checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/ck",
                                  "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:"
                                                             "model-package-group/m"}})
     notes = sagemaker_only_notes(load_spec(spec, env={}).spec)
     assert [n.split(" ")[0] for n in notes] == ["compute.remote_debug", "compute.infra_check", "session_tag_chaining",
-                                                "model_package", "output_compression:"]
+                                                "model_package", "checkpoint_local_path", "output_compression:"]
     assert sagemaker_only_notes(load_spec(write_spec(tmp_path, {}), env={}).spec) == []

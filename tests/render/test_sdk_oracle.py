@@ -136,6 +136,11 @@ VARIED: dict[str, dict[str, Any]] = {
                                 "efs": {"file_system": {"id": "fs-0abc1234", "type": "EFS", "directory": "/data",
                                                         "access_mode": "rw"}},
                                 "s3": "s3://my-bucket/x"}},
+    "own_checkpoint_place": {"compute": {"instance_type": "ml.g5.xlarge", "spot": True},
+                             "checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/opt/ml/my-checkpoints"},
+    "own_checkpoint_place_own_script": {"compute": {"instance_type": "ml.g5.xlarge"},
+                                        "code": {"source_dir": "src", "entry_point": "train.py"},
+                                        "checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/checkpoints/"},
     "incremental": {"compute": {"instance_type": "ml.g5.xlarge"}, "model_uri": "s3://my-bucket/models/m.tar.gz",
                     "model_channel": "previous", "inputs": {"train": "s3://my-bucket/train"}},
     "incremental_isolated": {"compute": {"instance_type": "ml.g5.xlarge"}, "model_uri": "s3://my-bucket/models/",
@@ -197,6 +202,9 @@ def test_smtrain_renders_varied_specs_as_the_sdk_does(name, tmp_path):
     ours = assert_smtrain_renders_what_the_sdk_does(write_spec(tmp_path, VARIED[name]))
     if name == "tensorboard_off":
         assert "TensorBoardOutputConfig" not in ours
+    if name.startswith("own_checkpoint_place"):
+        place = VARIED[name]["checkpoint_local_path"]
+        assert ours["CheckpointConfig"]["LocalPath"] == place and ours["Environment"]["SMTRAIN_CHECKPOINT_DIR"] == place
     if name == "switches_and_registry":
         assert {k: ours[k] for k in ("RemoteDebugConfig", "InfraCheckConfig", "SessionChainingConfig",
                                      "ModelPackageConfig")} == {

@@ -78,3 +78,12 @@ def test_model_uri_s_channel_is_a_channel_of_its_own(tmp_path):
                      "(model_channel) or rename the input"]
     assert problems(tmp_path, {"model_uri": "s3://my-bucket/m.tar.gz", "model_channel": "warm",
                                "inputs": {"model": "s3://my-bucket/x"}}) == []
+
+
+def test_checkpoint_local_path_needs_checkpoints_and_is_absolute(tmp_path):
+    assert problems(tmp_path, {"checkpoint_local_path": "/opt/ml/ck"}) == [
+        "checkpoint_local_path: checkpoint_local_path is the directory SageMaker syncs with `checkpoints`: set "
+        "checkpoints: s3://... too (or remove it)"]
+    found = problems(tmp_path, {"checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "ck"})
+    assert len(found) == 1 and found[0].startswith("checkpoint_local_path: 'ck' is not an absolute path"), found
+    assert problems(tmp_path, {"checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/ck"}) == []

@@ -75,6 +75,7 @@ LENGTHS: dict[str, tuple[str, dict[str, Any] | None]] = {
     "compute.volume_kms_key": ("k" * 2048, None),
     "output_kms_key": ("k" * 2048, None),
     "code.git.branch": ("b" * 255, {"code": {"git": {"repository": "https://example.com/team/repo.git"}}}),
+    "checkpoint_local_path": ("/" + "c" * 4095, {"checkpoints": "s3://my-bucket/ck"}),
     "model_package.group": (GROUP + "g" * (2048 - len(GROUP)), None),
     "model_package.source": (PACKAGE + "p" * (2048 - len(PACKAGE)), {"model_package": {"group": GROUP + "g"}}),
 }

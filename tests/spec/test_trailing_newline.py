@@ -97,6 +97,8 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
                                                                                               "max": "0.1<NL>"}}}}, None),
     "inputs.<key>": ({"inputs": {"train<NL>": "s3://my-bucket/t"}}, "inputs['train\\n']"),
     "inputs.<value>": ({"inputs": {"train": "s3://my-bucket/t<NL>"}}, "inputs.train.uri"),
+    "checkpoint_local_path": ({"checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/ck<NL>"},
+                              "checkpoint_local_path"),
     "model_uri": ({"model_uri": "s3://my-bucket/m.tar.gz<NL>"}, "model_uri"),
     "model_channel": ({"model_uri": "s3://my-bucket/m.tar.gz", "model_channel": "warm<NL>"}, "model_channel"),
     "inputs.<value>.file_system.id": ({**IN_A_VPC, "inputs": {"fs": {"file_system": {

@@ -590,7 +590,7 @@ def estimator_spec(request: Request) -> Any:
         use_spot=c.spot,
         max_wait=max_wait_seconds(c),
         checkpoint_s3_uri=spec.checkpoints,
-        checkpoint_local_path=CHECKPOINT_LOCAL_PATH if spec.checkpoints else None,
+        checkpoint_local_path=(spec.checkpoint_local_path or CHECKPOINT_LOCAL_PATH) if spec.checkpoints else None,
         keep_alive_seconds=c.keep_alive or None,
         subnets=spec.network.subnets,
         security_group_ids=spec.network.security_groups,

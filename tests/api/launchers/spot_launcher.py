@@ -17,7 +17,7 @@ estimator = TensorFlow(
     max_run=MAX_RUN,
     max_wait=2 * MAX_RUN,
     checkpoint_s3_uri=f"s3://{bucket}/{prefix}/checkpoints",
-    checkpoint_local_path="/opt/ml/checkpoints",
+    checkpoint_local_path="/opt/ml/checkpoints/spot",
     output_path=f"s3://{bucket}/{prefix}/output",
 )
 train = TrainingInput(f"s3://{bucket}/{prefix}/train", distribution="ShardedByS3Key", input_mode="FastFile")
