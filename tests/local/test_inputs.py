@@ -170,3 +170,15 @@ def test_requirements_that_cannot_install_fail_the_job_with_pips_reason(tmp_path
     assert job.status == "Failed"
     assert job.failure_reason.startswith("AlgorithmError: InstallRequirementsError: pip install -r requirements.txt")
     assert backend.store.read("bad-reqs")["processes"] == []
+
+
+def test_a_checkpoint_place_of_sagemaker_s_container_is_not_told_to_a_local_host(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, {"checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/opt/ml/my-ck"})
+    assert plan.environment["SMTRAIN_CHECKPOINT_DIR"] == "/opt/ml/my-ck"  # what SageMaker's hosts get
+    backend = LocalBackend(tmp_path / "home")
+    job = backend.run(local_request(plan, "own-ck"), grace=1)
+    assert job.status == "Completed", job.failure_reason
+    [dump] = (backend.store.job_dir("own-ck") / "hosts" / "algo-1").rglob("env-algo-1-*.json")
+    env = json.loads(dump.read_text())["env"]
+    assert "SMTRAIN_CHECKPOINT_DIR" not in env  # smtrain_tf.checkpoint_dir(): <SAGEMAKER_BASE_DIR>/checkpoints
+    assert Path(env["SAGEMAKER_BASE_DIR"], "checkpoints").is_dir()
