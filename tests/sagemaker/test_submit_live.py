@@ -101,13 +101,19 @@ def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws
     # the dry run's `request` field by field, but for the bundle's sha256 (README: names and the sha256 aside).
     from tests.render.test_sdk_oracle import differences
 
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helpers.py").write_text("X = 1\n")
     spec = live_spec(tmp_path, {
         "compute": {"nodes": 2, "instance_type": "ml.g5.12xlarge", "spot": True, "max_run": "2h", "max_wait": "3h",
                     "max_retry_attempts": 1, "remote_debug": True, "infra_check": True},
         "output_compression": False, "session_tag_chaining": True,
         "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist"},
+        "model_uri": f"s3://{BUCKET}/models/m.tar.gz", "checkpoint_local_path": "/opt/ml/ck",
+        "code": {"dependencies": ["lib"]},
         "environment": {"LOG_LEVEL": "debug"}, "tags": {"team": "ml"}, "checkpoints": f"s3://{BUCKET}/ck",
-        "inputs": {"train": {"uri": f"s3://{BUCKET}/train", "mode": "FastFile"}, "eval": f"s3://{BUCKET}/eval"},
+        "inputs": {"train": {"uri": f"s3://{BUCKET}/train", "mode": "FastFile"}, "eval": f"s3://{BUCKET}/eval",
+                   "shared": {"file_system": {"id": "fs-0123456789abcdef0", "type": "FSxLustre",
+                                              "directory": "/abcdefgh/data"}}},
         "network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"], "isolation": True}})
     env = aws.env(tmp_path)
     dry = smtrain("submit", str(spec), "--dry-run", "--job-name", "same-name-1", "-o", "json", env=env)
@@ -122,6 +128,8 @@ def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws
     assert list(received) == list(dry["request"])  # the same members, in the same order
     assert {"RemoteDebugConfig", "InfraCheckConfig", "SessionChainingConfig", "ModelPackageConfig"} <= set(received)
     assert received["OutputDataConfig"]["CompressionType"] == "NONE"
+    assert [c["ChannelName"] for c in received["InputDataConfig"]] == ["train", "eval", "shared", "model", "code"]
+    assert received["CheckpointConfig"]["LocalPath"] == received["Environment"]["SMTRAIN_CHECKPOINT_DIR"]
     # The sha256 the request names is the bundle uploaded (the code channel, with network isolation).
     code = [c for c in received["InputDataConfig"] if c["ChannelName"] == "code"]
     assert code[0]["DataSource"]["S3DataSource"]["S3Uri"] == sent["upload"]["uri"]
