@@ -165,6 +165,9 @@ def test_the_issue_s_spec_is_refused_at_its_fields(tmp_path):
     # (tests/plan/test_tensorboard_place.py).
     ({"output": "s3://bucket/" + "o" * 1020, "tensorboard": False}, "output", "more than the 1024"),
     ({"tensorflow": {"image_uri": "registry.example/" + "i" * 250}}, "tensorflow.image_uri", "more than the 255"),
+    ({"model_uri": "s3://bucket/" + "m" * 1020}, "model_uri", "characters, more than the 1024"),
+    ({"inputs": {f"c{i}": f"s3://bucket/{i}" for i in range(19)}, "model_uri": "s3://bucket/m"}, "inputs",
+     "21 items"),  # with BASE's train and the model's channel
     ({"network": {"subnets": [f"subnet-{i:08x}" for i in range(17)],
                   "security_groups": ["sg-0abc1234"]}}, "network.subnets", "17 items"),
 ])
@@ -179,7 +182,10 @@ def test_each_limit_is_reported_at_the_spec_field_behind_it(tmp_path, changes, f
 def test_request_paths_map_back_to_spec_fields(tmp_path):
     plan = build_plan(load_spec(write_spec(tmp_path, {
         "compute": {"instance_type": "ml.g5.xlarge"}, "tags": {"team": "ml"}, "environment": {"A": "1"},
-        "hyperparameters": {"extra": 1}, "inputs": {"train": {"uri": "s3://bucket/t", "mode": "FastFile"}}}), env={}),
+        "hyperparameters": {"extra": 1}, "model_uri": "s3://bucket/m", "model_channel": "warm",
+        "network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"]},
+        "inputs": {"train": {"uri": "s3://bucket/t", "mode": "FastFile"},
+                   "fs": {"file_system": {"id": "fs-0abc1234", "type": "EFS", "directory": "/d"}}}}), env={}),
         CATALOG)
     request = preview_request(plan)
     cases = {
@@ -198,6 +204,11 @@ def test_request_paths_map_back_to_spec_fields(tmp_path):
         ("ResourceConfig", "InstancePreferences", 0, "TrainingPlanArns", 0): ("compute", "prefer", 0, "training_plan"),
         ("VpcConfig", "Subnets", 1): ("network", "subnets", 1),
         ("VpcConfig", "SecurityGroupIds", 0): ("network", "security_groups", 0),
+        ("InputDataConfig", 1, "DataSource", "FileSystemDataSource", "DirectoryPath"):
+            ("inputs", "fs", "file_system", "directory"),
+        ("InputDataConfig", 1, "DataSource", "FileSystemDataSource", "FileSystemId"): ("inputs", "fs", "file_system", "id"),
+        ("InputDataConfig", 2, "DataSource", "S3DataSource", "S3Uri"): ("model_uri",),
+        ("InputDataConfig", 2): ("model_channel",),
     }
     assert {path: spec_field(path, request, plan.spec) for path in cases} == cases
 
