@@ -63,6 +63,18 @@ def job_option_lines(plan: Plan) -> list[str]:
     lines = [f"  options       {', '.join(switches)}"] if switches else []
     if spec.model_package:
         lines.append(f"  registers in  {spec.model_package.group}")
+    if spec.model_uri:
+        lines.append(f"  starts from   {spec.model_uri} (channel {spec.model_channel}: "
+                     f"SM_CHANNEL_{spec.model_channel.upper()})")
+    if spec.checkpoints and spec.checkpoint_local_path:
+        lines.append(f"  checkpoints   {spec.checkpoints} synced with {spec.checkpoint_local_path}")
+    mounted = [f"{name}: {ch.file_system.type} {ch.file_system.id}:{ch.file_system.directory} ({ch.file_system.access_mode})"
+               for name, ch in spec.inputs.items() if ch.file_system is not None]
+    if mounted:
+        lines.append(f"  mounted       {'; '.join(mounted)}")
+    if spec.code.dependencies:
+        lines.append(f"  code also     {', '.join(d.rstrip('/') + '/' for d in spec.code.dependencies)} "
+                     "(code.dependencies, each at the bundle's root)")
     return lines
 
 

@@ -87,3 +87,23 @@ def test_checkpoint_local_path_needs_checkpoints_and_is_absolute(tmp_path):
     found = problems(tmp_path, {"checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "ck"})
     assert len(found) == 1 and found[0].startswith("checkpoint_local_path: 'ck' is not an absolute path"), found
     assert problems(tmp_path, {"checkpoints": "s3://my-bucket/ck", "checkpoint_local_path": "/ck"}) == []
+
+
+def test_plan_shows_the_model_to_start_from_the_checkpoint_place_the_mounts_and_the_dependencies(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "h.py").write_text("X = 1\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print(1)\n")
+    spec = write_spec(tmp_path, {**IN_A_VPC, "compute": {"instance_type": "ml.g5.xlarge"},
+                                 "code": {"source_dir": "src", "entry_point": "train.py", "dependencies": ["lib"]},
+                                 "inputs": {"fs": {"file_system": LUSTRE}}, "model_uri": "s3://my-bucket/m.tar.gz",
+                                 "model_channel": "warm", "checkpoints": "s3://my-bucket/ck",
+                                 "checkpoint_local_path": "/opt/ml/my-ck"})
+    proc = smtrain("plan", str(spec))
+    assert proc.returncode == 0, proc.stderr
+    for line in ("  starts from   s3://my-bucket/m.tar.gz (channel warm: SM_CHANNEL_WARM)",
+                 "  checkpoints   s3://my-bucket/ck synced with /opt/ml/my-ck",
+                 "  mounted       fs: FSxLustre fs-0123456789abcdef0:/abcdefgh/data (ro)",
+                 "  code also     lib/ (code.dependencies, each at the bundle's root)",
+                 "  environment   SMTRAIN_CHECKPOINT_DIR=/opt/ml/my-ck"):
+        assert line in proc.stdout.splitlines(), proc.stdout
