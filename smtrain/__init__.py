@@ -50,6 +50,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from smtrain.api.importing import ImportResult, import_job, import_launcher
     from smtrain.api.job import Job
     from smtrain.api.listing import list_jobs
     from smtrain.api.metrics import Metrics
@@ -71,14 +72,17 @@ _LAZY = {
     "tune": "smtrain.api.tuning", "tune_dry_run": "smtrain.api.tuning", "tune_here": "smtrain.api.tuning",
     "check": "smtrain.api.checking", "CheckResult": "smtrain.api.checking",
     "Job": "smtrain.api.job", "Metrics": "smtrain.api.metrics", "list_jobs": "smtrain.api.listing",
+    "import_launcher": "smtrain.api.importing", "import_job": "smtrain.api.importing",
+    "ImportResult": "smtrain.api.importing",
     "UserError": "smtrain.errors", "AwsError": "smtrain.errors", "PreflightError": "smtrain.errors",
     "WaitTimeout": "smtrain.errors", "CatalogError": "smtrain.plan.catalog", "SpecError": "smtrain.spec.problems",
     "Problem": "smtrain.spec.problems", "LoadedSpec": "smtrain.spec.model",
 }
 __all__ = [
-    "AwsError", "CatalogError", "CheckResult", "Job", "LoadedSpec", "Metrics", "Planned", "PreflightError", "Problem",
-    "SpecError", "UserError", "Validation", "WaitTimeout", "check", "dry_run", "list_jobs", "load", "plan", "submit",
-    "tune", "tune_dry_run", "tune_here", "validate",
+    "AwsError", "CatalogError", "CheckResult", "ImportResult", "Job", "LoadedSpec", "Metrics", "Planned",
+    "PreflightError", "Problem", "SpecError", "UserError", "Validation", "WaitTimeout", "check", "dry_run",
+    "import_job", "import_launcher", "list_jobs", "load", "plan", "submit", "tune", "tune_dry_run", "tune_here",
+    "validate",
 ]
 
 

@@ -39,7 +39,8 @@ SMTRAIN_OWN = {
 }
 # Arguments smtrain has no spec field for yet: the import names them (issue tracker: "every estimator argument").
 NO_FIELD_YET = {
-    "instance_groups": "heterogeneous clusters have no spec field yet",
+    "instance_groups": "heterogeneous clusters have no spec field: smtrain plans one instance type per job (its "
+                       "strategy, replicas and batch are worked out for identical hosts)",
     "training_repository_access_mode": "a private image registry has no spec field yet",
     "training_repository_credentials_provider_arn": "a private image registry has no spec field yet",
     "container_entry_point": "smtrain runs the TensorFlow image's own entry point",
