@@ -59,10 +59,12 @@ class Templated(str):
     """Text with ${VAR} where the launcher has a run-time value that has a variable (the default bucket, the role)."""
 
     variables: tuple[str, ...] = ()
+    uploads: str | None = None  # sess.upload_data(PATH): the local path the launcher uploads here when it runs
 
-    def __new__(cls, text: str, variables: tuple[str, ...]) -> Templated:
+    def __new__(cls, text: str, variables: tuple[str, ...], uploads: str | None = None) -> Templated:
         made = super().__new__(cls, text)
         made.variables = variables
+        made.uploads = uploads
         return made
 
 
@@ -243,6 +245,8 @@ class _Values:
             arguments = {"s3_data": self.value(node.args[0], line, depth + 1)[0]}
             arguments.update({k.arg: self.value(k.value, line, depth + 1)[0] for k in node.keywords if k.arg})
             return SdkObject(name, arguments)
+        if name == "upload_data" and isinstance(node.func, ast.Attribute):
+            return self._upload_data(node, line, depth)
         if name in ("str", "int", "float", "bool") and isinstance(node.func, ast.Name) and len(node.args) == 1:
             value, _ = self.value(node.args[0], line, depth + 1)
             if not isinstance(value, Unknown):
@@ -251,6 +255,20 @@ class _Values:
                 except (TypeError, ValueError):
                     pass
         return self._unknown(node)
+
+    def _upload_data(self, node: ast.Call, line: int, depth: int) -> Any:
+        """sess.upload_data(path, bucket=None, key_prefix="data"): the SDK uploads `path` when the launcher runs
+        and returns s3://BUCKET/KEY_PREFIX (a directory's; the session's default bucket unless given)."""
+        given = {k.arg: k.value for k in node.keywords if k.arg}
+        for name, arg in zip(("path", "bucket", "key_prefix"), node.args, strict=False):
+            given.setdefault(name, arg)
+        values = {k: self.value(v, line, depth + 1)[0] for k, v in given.items() if k in ("path", "bucket", "key_prefix")}
+        path, bucket, prefix = values.get("path"), values.get("bucket"), values.get("key_prefix", "data")
+        if not isinstance(path, str) or not isinstance(prefix, str) or not isinstance(bucket, (str, type(None))):
+            return self._unknown(node)
+        text = _text_of(Unknown("", "", "SMTRAIN_BUCKET") if bucket is None else bucket)
+        assert text is not None
+        return Templated(f"s3://{text[0]}/{prefix.strip('/')}", text[1], uploads=path)
 
     def _attribute(self, node: ast.Attribute, line: int, depth: int) -> tuple[Any, str]:
         # args.instance_type, where args = parser.parse_args(): the option's literal default.

@@ -356,6 +356,9 @@ class _Mapping:
         else:
             self.note(arg, where, f"not imported: {item!r} is not an input the SDK takes")
             return None
+        if isinstance(uri, Templated) and uri.uploads:
+            self.note(arg, where, f"the launcher uploads {uri.uploads} to {uri} when it runs (sess.upload_data): "
+                      f"upload it once (aws s3 sync {uri.uploads} {uri}), or give {uri.uploads} for --local")
         out: dict[str, Any] = {"uri": uri}
         channel_mode = own.pop("input_mode", None) or (mode if mode in _INPUT_MODES and mode != "File" else None)
         if channel_mode is not None:

@@ -107,6 +107,8 @@ def test_a_notebook_launcher_with_the_default_bucket_and_role(tmp_path):
     assert result.variables == ("SMTRAIN_BUCKET", "SMTRAIN_ROLE")
     text = result.spec_file.read_text()
     assert "  training: s3://${SMTRAIN_BUCKET}/sagemaker/DEMO-tensorflow-mnist/train\n" in text
+    assert any("the launcher uploads data to s3://${SMTRAIN_BUCKET}/sagemaker/DEMO-tensorflow-mnist/train" in n
+               for n in result.notes), result.notes
     assert "strategy: none\n" in text
     # Where each looked-up value is written: the notebook's cell and line.
     assert any(n.startswith("mnist_notebook.ipynb, cell 4, line 4: role:") for n in result.notes), result.notes

@@ -155,3 +155,20 @@ def test_readme_tables_every_argument_the_import_knows():
     section = (ROOT / "README.md").read_text().split("\n## Coming from the SageMaker SDK\n", 1)[1].split("\n## ", 1)[0]
     known = {*sdk_arguments.MAPPED, *sdk_arguments.SMTRAIN_OWN, *sdk_arguments.NO_FIELD_YET}
     assert sorted(a for a in known if f"`{a}`" not in section) == []
+
+
+def test_upload_data_as_the_sagemaker_examples_write_it(tmp_path):
+    read = launcher(tmp_path, "import sagemaker\nsess = sagemaker.Session()\nprefix = 'DEMO-mnist'\n"
+                              "training_data = sess.upload_data(path='data', key_prefix=prefix + '/train')\n"
+                              "own = sess.upload_data('data/test', bucket='b1')\n"
+                              "TensorFlow().fit({'training': training_data, 'test': own})\n")
+    imported = spec_data(read)
+    assert imported.data["inputs"] == {"training": "s3://${SMTRAIN_BUCKET}/DEMO-mnist/train",
+                                       "test": "s3://b1/data"}
+    assert imported.variables == ("SMTRAIN_BUCKET", "SMTRAIN_ROLE")
+    assert [n.render() for n in imported.notes if "upload" in n.message] == [
+        "launch.py:7: fit(inputs)['training']: the launcher uploads data to s3://${SMTRAIN_BUCKET}/DEMO-mnist/train "
+        "when it runs (sess.upload_data): upload it once (aws s3 sync data s3://${SMTRAIN_BUCKET}/DEMO-mnist/train), "
+        "or give data for --local",
+        "launch.py:7: fit(inputs)['test']: the launcher uploads data/test to s3://b1/data when it runs "
+        "(sess.upload_data): upload it once (aws s3 sync data/test s3://b1/data), or give data/test for --local"]
