@@ -15,7 +15,7 @@ from smtrain.errors import UserError
 
 
 @click.command(name="import")
-@click.argument("launcher", required=False, type=click.Path(path_type=Path))
+@click.argument("launcher", metavar="[LAUNCHER]", required=False, type=click.Path(path_type=Path))
 @click.argument("spec_file", metavar="[SPEC]", required=False, type=click.Path(path_type=Path))
 @click.option("--job", "job", metavar="NAME", help="Import this training job (DescribeTrainingJob) instead of a "
               "launcher; SPEC defaults to NAME.yaml here.")
@@ -37,14 +37,16 @@ def import_(launcher: Path | None, spec_file: Path | None, job: str | None, code
     import smtrain.api.importing as importing
     from smtrain.cli.render import dump
 
+    if job is not None and launcher is not None:
+        if spec_file is not None:
+            raise click.UsageError("with --job NAME, name only the SPEC to write")
+        spec_file, launcher = launcher, None  # `smtrain import --job NAME SPEC`: the one argument is the spec
     if (launcher is None) == (job is None):
         raise click.UsageError("name a LAUNCHER (.py or .ipynb) or --job NAME, not both" if launcher else
                                "Missing argument 'LAUNCHER' (or --job NAME).")
     if code_dir is not None and job is None:
         raise click.UsageError("--download-code is for --job: a launcher's code is where it names it")
     if job is not None:
-        if spec_file is None and launcher is not None:
-            spec_file = launcher
         result = importing.import_job(job, spec_file, code_dir=code_dir, region=region, force=force)
         came_from = f"training job {job}"
     else:

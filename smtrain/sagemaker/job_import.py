@@ -18,11 +18,12 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session
-from smtrain.bundle.entrypoint import entrypoint_parts
+from smtrain.bundle.entrypoint import ENTRY_MODULE, WRAP_MODULE, entrypoint_parts
 from smtrain.errors import UserError
 from smtrain.render.training_request import MODEL_CONTENT_TYPE
 from smtrain.sagemaker.backend import SageMakerBackend
 from smtrain.spec.launcher import Arg, Launcher, SdkObject
+from smtrain.spec.model import TrainingSpec
 
 __all__ = ["described_launcher", "job_arguments"]
 
@@ -62,6 +63,37 @@ def _channel(channel: dict[str, Any]) -> Any:
         if channel.get(key) not in (None, "None"):
             arguments[name] = channel[key]
     return SdkObject("TrainingInput", arguments)
+
+
+# What smtrain itself sends for a spec's fields (smtrain.plan.program): read back into those fields, so that a
+# job smtrain made imports into the spec that made it, not into a script run by hand.
+_SMTRAIN_VARIABLES = {"SMTRAIN_LR_SCALING": "training.lr_scaling", "SMTRAIN_WRAP_BATCH": "code.wrap_batch",
+                      "SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "training.gradient_accumulation_steps"}
+
+
+def _smtrain_settings(hps: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:
+    """{dotted spec field: value} of a job smtrain made, taken out of `hps` and `environment` (both changed)."""
+    program = hps.get("sagemaker_program")
+    out: dict[str, Any] = {}
+    if program == f"{ENTRY_MODULE}.py":  # the bundled entrypoint: the spec's training fields as hyperparameters
+        out["code.entry_point"] = None
+        for name in list(hps):
+            if name in TrainingSpec.model_fields:
+                out[f"training.{name}"] = hps.pop(name)
+    elif program == f"{WRAP_MODULE}.py" and "SMTRAIN_WRAP_SCRIPT" in environment:
+        out["code.entry_point"] = environment.pop("SMTRAIN_WRAP_SCRIPT")
+        out["code.wrap"] = True
+        out["code.wrap_tuning"] = environment.pop("SMTRAIN_WRAP_TUNING", "on") == "on"
+    for variable, field in _SMTRAIN_VARIABLES.items():
+        if variable in environment:
+            value = environment.pop(variable)
+            out[field] = int(value) if value.isdigit() else value
+    if environment.pop("SMTRAIN_ALLOW_CPU", None) == "true":
+        out["compute.allow_cpu"] = True
+    if environment.pop("TF_USE_LEGACY_KERAS", None) == "1":
+        out["tensorflow.keras"] = 2
+    environment.pop("SMTRAIN_CHECKPOINT_DIR", None)  # checkpoint_local_path, read from CheckpointConfig
+    return out
 
 
 def _code_channel(d: dict[str, Any]) -> dict[str, Any] | None:
@@ -130,8 +162,12 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
                       ("EnableInterContainerTrafficEncryption", "encrypt_inter_container_traffic")):
         if d.get(key):
             args[name] = True
-    if d.get("Environment"):
-        args["environment"] = dict(d["Environment"])
+    environment = dict(d.get("Environment") or {})
+    settings = _smtrain_settings(hps, environment)
+    if settings:
+        args["smtrain_settings"] = settings
+    if environment:
+        args["environment"] = environment
     if (d.get("RetryStrategy") or {}).get("MaximumRetryAttempts"):
         args["max_retry_attempts"] = d["RetryStrategy"]["MaximumRetryAttempts"]
     board = d.get("TensorBoardOutputConfig") or {}
@@ -148,7 +184,7 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
     own_tags = [t for t in tags if not t.get("Key", "").startswith("aws:")]
     if own_tags:
         args["tags"] = own_tags
-    args["entry_point"] = hps.get("sagemaker_program")
+    args["entry_point"] = settings.pop("code.entry_point", hps.get("sagemaker_program"))
     if code_dir is not None:
         args["source_dir"] = code_dir
     if hps.get("sagemaker_container_log_level") not in (None, 20):
@@ -234,9 +270,5 @@ def described_launcher(name: str, region: str, code_dir: Path | None, shown_code
     if fetched is None and archive is not None and "entry_point" in args:
         args["source_dir"] = archive  # named by the import as an archive to download
     where = f"training job {name}"
-    notes = ()
-    if args.get("entry_point") in smtrain_files():
-        notes = ((0, f"the job ran smtrain's own {args['entry_point']} (smtrain made it): its spec says how; the "
-                     "imported spec runs that file, which smtrain bundles itself"),)
     return Launcher("TensorFlow", 0, {k: Arg(v, 0) for k, v in args.items()},
-                    Arg(inputs, 0) if inputs else None, None, lambda _line: where, notes)
+                    Arg(inputs, 0) if inputs else None, None, lambda _line: where)

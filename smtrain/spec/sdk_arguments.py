@@ -57,7 +57,7 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
           "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name")
 # What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
-JOB_ONLY = ("model_package_config",)
+JOB_ONLY = ("model_package_config", "smtrain_settings")
 
 
 @dataclass(frozen=True)
@@ -261,6 +261,10 @@ class _Mapping:
         entry = self.known("entry_point", str)
         source = self.known("source_dir", str)
         git = self.known("git_config", dict)
+        if entry is None and "smtrain_settings" in self.launcher.arguments:
+            if source is not None:  # smtrain's bundled entrypoint: the job's own files (hooks), if any
+                self.put("code.source_dir", _joined(self.base, source))
+            return
         if entry is None:
             self.note(self.launcher.arguments.get("entry_point"), "entry_point",
                       "no script: smtrain runs a script of yours or its own entrypoint; code is smtrain's bundled "
@@ -424,6 +428,9 @@ class _Mapping:
                 self.put(key, True)
         if self.known("disable_output_compression", bool):
             self.data["output_compression"] = False
+        for dotted, value in (self.known("smtrain_settings", dict) or {}).items():  # a job smtrain made
+            if value is not None:
+                self.put(dotted, value)
         package = self.known("model_package_config", dict)  # a described job's ModelPackageConfig
         if package and package.get("ModelPackageGroupArn"):
             self.data["model_package"] = {"group": package["ModelPackageGroupArn"]}

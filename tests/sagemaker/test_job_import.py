@@ -8,6 +8,7 @@ import shutil
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.api.test_import_launchers import LAUNCHERS, comparable
 from tests.render.test_sdk_oracle import differences
@@ -103,3 +104,32 @@ def test_a_job_smtrain_submitted_with_every_switch_imports_back(aws, tmp_path):
     assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []
     assert ours["ModelPackageConfig"] == theirs["ModelPackageConfig"] and "RemoteDebugConfig" in ours
     assert [c["ChannelName"] for c in ours["InputDataConfig"]] == ["train", "warm"]
+
+
+@pytest.mark.parametrize("code", [
+    {"source_dir": "src", "entry_point": "train.py", "wrap": True, "wrap_batch": "global", "wrap_tuning": False},
+    {"source_dir": "src"},  # the bundled entrypoint, with a module of the user's beside it
+])
+def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(code, aws, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    changes = {"code": code, "compute": {"allow_cpu": True}, "training": {"lr_scaling": "sqrt", "epochs": 3}}
+    if "entry_point" in code:
+        changes["training"] = {"lr_scaling": "sqrt", "gradient_accumulation_steps": 2}
+    spec = moto_server.live_spec(tmp_path, changes)
+    env = aws.env(tmp_path)
+    assert smtrain("submit", str(spec), "--job-name", "made-1", env=env).returncode == 0
+    back = tmp_path / "back"
+    back.mkdir()
+    proc = smtrain("import", "--job", "made-1", "-o", "json", cwd=back, env=env)
+    assert proc.returncode == 0, proc.stderr
+    imported = yaml.safe_load((back / "made-1.yaml").read_text())
+    want = {k: v for k, v in code.items() if k != "source_dir"}
+    assert {k: v for k, v in imported["code"].items() if k != "source_dir"} == want
+    assert imported["compute"]["allow_cpu"] is True and imported["training"]["lr_scaling"] == "sqrt"
+    assert "environment" not in imported  # smtrain's own variables went back into their fields
+    assert sorted(p.name for p in (back / "made-1-code").iterdir()) == ["train.py"]
+    dry = smtrain("submit", "made-1.yaml", "--dry-run", "--job-name", "made-1", "-o", "json", cwd=back, env=env)
+    assert dry.returncode == 0, dry.stderr
+    ours, theirs = json.loads(dry.stdout)["request"], described_request(aws, "made-1")
+    assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []

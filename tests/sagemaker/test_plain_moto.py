@@ -76,3 +76,23 @@ def test_submit_status_list_and_wait_work_against_plain_moto(plain_moto: str, tm
         result = run(*args, "-o", "json", env=env, home=tmp_path)
         assert result.code == 0, (args, result.output)
     assert "plain-1" in run("list", env=env, home=tmp_path).stdout
+    # The job imports back from moto as it ships: the spec that made it (the bundled entrypoint, its training
+    # fields), the code downloaded without smtrain's own files; its dry run sends what the described job holds.
+    from tests.api.test_import_launchers import comparable
+    from tests.render.test_sdk_oracle import differences
+
+    back = tmp_path / "back"
+    back.mkdir()
+    imported = run("import", "--job", "plain-1", str(back / "plain-1.yaml"), "-o", "json", env=env, home=tmp_path)
+    assert imported.code == 0, imported.output
+    text = (back / "plain-1.yaml").read_text()
+    assert "entry_point" not in text and "  epochs: 10\n" in text, text
+    dry = run("submit", str(back / "plain-1.yaml"), "--dry-run", "--job-name", "plain-1", "-o", "json", env=env,
+              home=tmp_path)
+    assert dry.code == 0, dry.output
+    sm = boto3.client("sagemaker", region_name=REGION, endpoint_url=plain_moto, aws_access_key_id="testing",
+                      aws_secret_access_key="testing")
+    described = sm.describe_training_job(TrainingJobName="plain-1")
+    ours = json.loads(dry.stdout)["request"]
+    theirs = {k: v for k, v in described.items() if k in ours}
+    assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []

@@ -141,8 +141,8 @@ def test_a_broken_notebook_is_named(tmp_path):
 def test_usage_errors(tmp_path):
     assert smtrain("import", cwd=tmp_path).returncode == 2
     (tmp_path / "l.py").write_text(HEAD + "TensorFlow().fit()\n")
-    both = smtrain("import", "l.py", "--job", "x", cwd=tmp_path)
-    assert both.returncode == 2 and "not both" in both.stderr
+    both = smtrain("import", "l.py", "x.yaml", "--job", "x", cwd=tmp_path)
+    assert both.returncode == 2 and "with --job NAME, name only the SPEC to write" in both.stderr
     code = smtrain("import", "l.py", "--download-code", "d", cwd=tmp_path)
     assert code.returncode == 2 and "--download-code is for --job" in code.stderr
     assert smtrain("import", "l.txt", cwd=tmp_path).returncode == 2
