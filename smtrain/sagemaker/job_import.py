@@ -233,25 +233,33 @@ def smtrain_files() -> tuple[str, ...]:
 def _unpack(s3: Any, uri: str, target: Path) -> None:
     """The code archive at `uri` unpacked into `target` (a new directory), or nothing left behind."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".smtrain-import-") as tmp:
-        archive = Path(tmp) / "sourcedir.tar.gz"
-        with api_errors(f"download the job's code {uri}"):
-            s3.download_file(bucket, key, str(archive))
-        unpacked = Path(tmp) / "code"
-        try:
-            with tarfile.open(archive, "r:*") as tar:
-                tar.extractall(unpacked, filter="data")
-        except (tarfile.TarError, OSError) as exc:
-            raise UserError(f"cannot unpack the job's code {uri}: {exc}", exit_codes.API) from None
-        # A job smtrain made carries smtrain's own entry point files: smtrain bundles them again, never from here.
-        for name in smtrain_files():
-            place = unpacked / name
-            if place.is_dir() and not place.is_symlink():
-                shutil.rmtree(place)
-            elif place.exists() or place.is_symlink():
-                place.unlink()
-        os.replace(unpacked, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".smtrain-import-") as tmp:
+            _fetch(s3, uri, bucket, key, Path(tmp), target)
+    except OSError as exc:  # this machine's side: a full disk, a file-size limit, a directory not writable
+        raise UserError(f"cannot write the job's code into {target}: {exc.strerror or exc}", exit_codes.USAGE) from None
+
+
+def _fetch(s3: Any, uri: str, bucket: str, key: str, tmp: Path, target: Path) -> None:
+    """Download and unpack in `tmp`, then move the unpacked code to `target` in one step."""
+    archive = tmp / "sourcedir.tar.gz"
+    with api_errors(f"download the job's code {uri}"):
+        s3.download_file(bucket, key, str(archive))
+    unpacked = tmp / "code"
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            tar.extractall(unpacked, filter="data")
+    except tarfile.TarError as exc:
+        raise UserError(f"cannot unpack the job's code {uri}: {exc}", exit_codes.API) from None
+    # A job smtrain made carries smtrain's own entry point files: smtrain bundles them again, never from here.
+    for name in smtrain_files():
+        place = unpacked / name
+        if place.is_dir() and not place.is_symlink():
+            shutil.rmtree(place)
+        elif place.exists() or place.is_symlink():
+            place.unlink()
+    os.replace(unpacked, target)
 
 
 def described_launcher(name: str, region: str, code_dir: Path | None, shown_code_dir: str) -> Launcher:

@@ -12,7 +12,7 @@ import yaml
 
 from tests.api.test_import_launchers import LAUNCHERS, comparable
 from tests.render.test_sdk_oracle import differences
-from tests.support import launcher_oracle, moto_server
+from tests.support import ROOT, launcher_oracle, moto_server
 from tests.support.cli_runner import smtrain
 
 moto_session = moto_server.moto_session
@@ -133,3 +133,23 @@ def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(cod
     assert dry.returncode == 0, dry.stderr
     ours, theirs = json.loads(dry.stdout)["request"], described_request(aws, "made-1")
     assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []
+
+
+def test_code_that_cannot_be_written_here_fails_cleanly_and_leaves_nothing(aws, tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    spec = moto_server.live_spec(tmp_path, {"code": {"source_dir": "src", "entry_point": "train.py"}})
+    env = aws.env(tmp_path)
+    assert smtrain("submit", str(spec), "--job-name", "full-1", env=env).returncode == 0
+    back = tmp_path / "back"
+    back.mkdir()
+    # A file-size limit of 0 blocks: the download's first write fails, as on a full disk.
+    proc = subprocess.run(["bash", "-c", f'ulimit -f 0; exec "{sys.executable}" -m smtrain import --job full-1'],
+                          cwd=back, env={**env, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: cannot write the job's code into full-1-code: File too large"), proc.stderr
+    assert list(back.iterdir()) == []
