@@ -172,3 +172,17 @@ def test_upload_data_as_the_sagemaker_examples_write_it(tmp_path):
         "or give data for --local",
         "launch.py:7: fit(inputs)['test']: the launcher uploads data/test to s3://b1/data when it runs "
         "(sess.upload_data): upload it once (aws s3 sync data/test s3://b1/data), or give data/test for --local"]
+
+
+def test_a_spec_that_cannot_be_written_fails_cleanly_and_leaves_no_temporary_file(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support import ROOT
+
+    (tmp_path / "l.py").write_text(HEAD + "TensorFlow(role='arn:aws:iam::1:role/r').fit()\n")
+    proc = subprocess.run(["bash", "-c", f'ulimit -f 0; exec "{sys.executable}" -m smtrain import l.py'], cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr == "error: cannot write job.yaml: File too large\n", proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.py"]
