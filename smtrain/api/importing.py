@@ -32,8 +32,11 @@ def _target(spec_file: Path, force: bool) -> None:
 
 def _write(spec_file: Path, text: str) -> None:
     """The spec written whole or not at all (a full disk leaves the old file, and no temporary one)."""
-    spec_file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=spec_file.parent, prefix=f".{spec_file.name}.", suffix=".tmp")
+    try:
+        spec_file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=spec_file.parent, prefix=f".{spec_file.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UserError(f"cannot write {spec_file}: {exc.strerror or exc}", exit_codes.USAGE) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

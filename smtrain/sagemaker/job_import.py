@@ -20,6 +20,7 @@ from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session
 from smtrain.bundle.entrypoint import ENTRY_MODULE, WRAP_MODULE, entrypoint_parts
 from smtrain.errors import UserError
+from smtrain.plan.job_places import TENSORBOARD_LOCAL_PATH
 from smtrain.render.training_request import MODEL_CONTENT_TYPE
 from smtrain.sagemaker.backend import SageMakerBackend
 from smtrain.spec.launcher import Arg, Launcher, SdkObject
@@ -38,6 +39,22 @@ _DROPPED = ("sagemaker_job_name", "sagemaker_region", "sagemaker_estimator_class
 _NAME_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-\d{3}|\d{8}-\d{6}-[0-9a-f]{4})$")
 
 
+# DescribeTrainingJob's members read above, and those that describe the job's run rather than its request.
+_READ = frozenset({
+    "TrainingJobName", "HyperParameters", "AlgorithmSpecification", "RoleArn", "InputDataConfig", "OutputDataConfig",
+    "ResourceConfig", "VpcConfig", "StoppingCondition", "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption",
+    "EnableManagedSpotTraining", "CheckpointConfig", "DebugHookConfig", "DebugRuleConfigurations",
+    "TensorBoardOutputConfig", "ProfilerConfig", "Environment", "RetryStrategy", "RemoteDebugConfig",
+    "InfraCheckConfig", "ModelPackageConfig"})
+_NOT_THE_REQUEST = frozenset({
+    "TrainingJobArn", "TuningJobArn", "LabelingJobArn", "AutoMLJobArn", "ModelArtifacts", "TrainingJobStatus",
+    "SecondaryStatus", "FailureReason", "CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime",
+    "SecondaryStatusTransitions", "FinalMetricDataList", "TrainingTimeInSeconds", "BillableTimeInSeconds",
+    "BillableTokenCount", "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses", "ProfilingStatus",
+    "WarmPoolStatus", "ResponseMetadata", "ExperimentConfig", "OutputModelPackageArn", "ProgressInfo",
+    "ProfilerRuleConfigurations"})
+
+
 def _decoded(text: str) -> Any:
     """A hyperparameter as the SDK wrote it (JSON text); text that is not JSON as it is."""
     try:
@@ -50,18 +67,26 @@ def _channel(channel: dict[str, Any]) -> Any:
     source = channel.get("DataSource", {})
     if "FileSystemDataSource" in source:
         fs = source["FileSystemDataSource"]
-        return SdkObject("FileSystemInput", {"file_system_id": fs.get("FileSystemId"),
-                                             "file_system_type": fs.get("FileSystemType"),
-                                             "directory_path": fs.get("DirectoryPath")})
+        arguments = {"file_system_id": fs.get("FileSystemId"), "file_system_type": fs.get("FileSystemType"),
+                     "directory_path": fs.get("DirectoryPath"),
+                     "file_system_access_mode": fs.get("FileSystemAccessMode", "ro")}
+        if channel.get("ContentType"):
+            arguments["content_type"] = channel["ContentType"]
+        if channel.get("InputMode") not in (None, "File"):
+            arguments["input_mode"] = channel["InputMode"]
+        return SdkObject("FileSystemInput", arguments)
     s3 = source.get("S3DataSource", {})
     arguments: dict[str, Any] = {"s3_data": s3.get("S3Uri"), "distribution": s3.get("S3DataDistributionType"),
                                  "input_mode": channel.get("InputMode")}
     if s3.get("S3DataType", "S3Prefix") != "S3Prefix":
         arguments["s3_data_type"] = s3["S3DataType"]
     for key, name in (("ContentType", "content_type"), ("CompressionType", "compression"),
-                      ("RecordWrapperType", "record_wrapping")):
+                      ("RecordWrapperType", "record_wrapping"), ("ShuffleConfig", "shuffle_config"),
+                      ("InstanceGroupNames", "instance_groups")):
         if channel.get(key) not in (None, "None"):
             arguments[name] = channel[key]
+    if s3.get("AttributeNames"):
+        arguments["attribute_names"] = s3["AttributeNames"]
     return SdkObject("TrainingInput", arguments)
 
 
@@ -127,9 +152,9 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
                             "volume_size": resources.get("VolumeSizeInGB"),
                             "max_run": stopping.get("MaxRuntimeInSeconds"),
                             "output_path": output.get("S3OutputPath")}
-    base = _NAME_SUFFIX.sub("", d.get("TrainingJobName", ""))
-    if base != d.get("TrainingJobName"):
-        args["base_job_name"] = base
+    # The name less the SDK's or smtrain's time suffix (a name of another tool's: whole); the import names one
+    # that is no spec name.
+    args["base_job_name"] = _NAME_SUFFIX.sub("", d.get("TrainingJobName", ""))
     if algorithm.get("TrainingInputMode") not in (None, "File"):
         args["input_mode"] = algorithm["TrainingInputMode"]
     for key, name in (("VolumeKmsKeyId", "volume_kms_key"), ("KeepAlivePeriodInSeconds", "keep_alive_period_in_seconds"),
@@ -172,8 +197,20 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
         args["max_retry_attempts"] = d["RetryStrategy"]["MaximumRetryAttempts"]
     board = d.get("TensorBoardOutputConfig") or {}
     if board.get("S3OutputPath"):
-        args["tensorboard_output_config"] = SdkObject("TensorBoardOutputConfig",
-                                                      {"s3_output_path": board["S3OutputPath"]})
+        local = board.get("LocalPath")
+        args["tensorboard_output_config"] = SdkObject("TensorBoardOutputConfig", {
+            "s3_output_path": board["S3OutputPath"],
+            # smtrain's own place: the same as left unsaid, for a job smtrain made.
+            "container_local_output_path": None if local in (None, TENSORBOARD_LOCAL_PATH) else local})
+    if stopping.get("MaxPendingTimeInSeconds"):
+        args["max_pending"] = stopping["MaxPendingTimeInSeconds"]
+    for key, name in (("ContainerEntrypoint", "container_entry_point"), ("ContainerArguments", "container_arguments")):
+        if algorithm.get(key):
+            args[name] = algorithm[key]
+    if algorithm.get("TrainingImageConfig"):
+        args["training_repository_access_mode"] = algorithm["TrainingImageConfig"].get("TrainingRepositoryAccessMode")
+    if algorithm.get("EnableSageMakerMetricsTimeSeries") is False:
+        args["enable_sagemaker_metrics"] = False
     if d.get("ProfilerConfig") and not d["ProfilerConfig"].get("DisableProfiler"):
         args["profiler_config"] = d["ProfilerConfig"]
     for key, name in (("DebugHookConfig", "debugger_hook_config"), ("DebugRuleConfigurations", "rules")):
@@ -222,6 +259,9 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
         args["model_uri"] = model["DataSource"]["S3DataSource"]["S3Uri"]
         args["model_channel_name"] = model["ChannelName"]
     inputs = {c["ChannelName"]: _channel(c) for c in channels if c is not model}
+    unread = sorted(k for k in d if k not in _READ and k not in _NOT_THE_REQUEST)
+    if unread:
+        args["unread_fields"] = unread
     return {k: v for k, v in args.items() if v is not None}, (inputs or None)
 
 
@@ -247,6 +287,9 @@ def _fetch(s3: Any, uri: str, bucket: str, key: str, tmp: Path, target: Path) ->
     with api_errors(f"download the job's code {uri}"):
         s3.download_file(bucket, key, str(archive))
     unpacked = tmp / "code"
+    if not hasattr(tarfile, "data_filter"):  # Python before 3.10.12 / 3.11.4: no safe extraction
+        raise UserError("this Python cannot unpack an archive safely (tarfile's data filter came with 3.10.12 and "
+                        "3.11.4): run smtrain on a newer Python, or download the code yourself", exit_codes.USAGE)
     try:
         with tarfile.open(archive, "r:*") as tar:
             tar.extractall(unpacked, filter="data")

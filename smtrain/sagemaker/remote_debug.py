@@ -33,7 +33,10 @@ def debug_command(description: dict[str, Any], host: str, region: str) -> list[s
     status = description.get("TrainingJobStatus")
     if status != "InProgress":
         raise UserError(f"{name} is {status}: a shell needs a running job", exit_codes.USAGE)
-    count = (description.get("ResourceConfig") or {}).get("InstanceCount") or 1
+    resources = description.get("ResourceConfig") or {}
+    # A heterogeneous cluster's hosts are numbered across its instance groups.
+    count = resources.get("InstanceCount") or sum(g.get("InstanceCount", 0) for g in resources.get(
+        "InstanceGroups") or []) or 1
     match = _HOST.fullmatch(host)
     if match is None or int(match.group(1)) > count:
         hosts = ", ".join(f"algo-{i}" for i in range(1, min(count, 4) + 1)) + (", ..." if count > 4 else "")

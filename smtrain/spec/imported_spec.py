@@ -15,7 +15,8 @@ def imported_text(imported: Imported, came_from: str) -> str:
     out = [f"# Imported by `smtrain import` from {came_from}. Check it: smtrain plan <this file>",
            "# Every field: README \"The job spec\"; the mapping: README \"Coming from the SageMaker SDK\""]
     for variable in imported.variables:
-        out.append(f"# ${{{variable}}}: computed by the launcher when it runs; export {variable} or write the value")
+        out.append(f"# ${{{variable}}}: read from the environment (the notes below say why); export {variable} or "
+                   "write the value")
     for heading, notes in (("Taken from the launcher's defaults (it may be run with others):",
                             [n for n in imported.notes if n.taken]),
                            ("Not carried over, or carried differently:", [n for n in imported.notes if not n.taken])):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,14 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from smtrain.spec.notebook import NotebookError, code_cells, is_notebook
-from smtrain.spec.python_file import parse_python, read_python, walk
+from smtrain.spec.python_file import parents_of, parse_python, read_python, walk
 from smtrain.spec.script_args import MISSING, script_args
 
 __all__ = ["ESTIMATORS", "Arg", "Launcher", "LauncherError", "SdkObject", "Templated", "Unknown", "read_launcher"]
 
 ESTIMATORS = ("TensorFlow", "Estimator")
-# SDK classes whose keyword arguments the import reads as it reads the estimator's.
-SDK_OBJECTS = ("TrainingInput", "TensorBoardOutputConfig", "FileSystemInput", "CheckpointConfig")
+# SDK classes whose arguments the import reads as it reads the estimator's, with their parameters in order (SDK
+# v2's sagemaker/inputs.py and sagemaker/debugger/debugger.py), for arguments given by position.
+SDK_OBJECTS = {
+    "TrainingInput": ("s3_data", "distribution", "compression", "content_type", "record_wrapping", "s3_data_type",
+                      "instance_groups", "input_mode", "attribute_names", "target_attribute_name", "shuffle_config"),
+    "FileSystemInput": ("file_system_id", "file_system_type", "directory_path", "file_system_access_mode",
+                        "content_type"),
+    "TensorBoardOutputConfig": ("s3_output_path", "container_local_output_path"),
+}
 _MAX_DEPTH = 20  # names that lead to names: a chain this long is a loop or generated code
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -118,37 +126,73 @@ def _shown(node: ast.AST, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _is_main_check(node: ast.If) -> bool:
+    """`if __name__ == "__main__":`, which a launcher run as a script always enters."""
+    test = node.test
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+# Blocks whose statements may or may not run, or run more than once: a name bound there has no one value.
+_CONDITIONAL = (ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.match_case)
+
+
+def _condition(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
+    """Why a statement may not run as written (an if, a loop, an except), up to its function or module."""
+    child, parent = node, parents.get(node)
+    while parent is not None and not isinstance(parent, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(parent, ast.If) and not _is_main_check(parent) and child is not parent.test:
+            return f"set under the if at line {parent.lineno}: which value it has depends on the run"
+        if isinstance(parent, _CONDITIONAL):
+            return f"set inside the block at line {parent.lineno} (a loop or a handler): code that runs decides it"
+        child, parent = parent, parents.get(parent)
+    return None
+
+
 class _Values:
     """Resolves expressions to values from the names the file binds before them."""
 
-    def __init__(self, tree: ast.Module) -> None:
-        self.bound: dict[str, list[tuple[int, ast.expr | None]]] = {}
+    def __init__(self, tree: ast.Module, base: Path | None = None) -> None:
+        self.base = base  # the launcher's directory: where the paths it names are
+        # name -> [(line, the value's expression, or None with why it has no one value)]
+        self.bound: dict[str, list[tuple[int, ast.expr | None, str]]] = {}
+        parents = parents_of(tree)
+
+        def bind(name: str, at: ast.stmt | ast.expr, value: ast.expr | None, why: str) -> None:
+            condition = _condition(at, parents) if value is not None else None
+            self.bound.setdefault(name, []).append((at.lineno, None if condition else value, condition or why))
+
+        computed = "by code that runs (a loop, an unpacking, a parameter, a with)"
         for node in walk(tree):
             if isinstance(node, ast.Assign):
-                targets = node.targets
-                for target in targets:
+                for target in node.targets:
                     if isinstance(target, ast.Name):
                         # Several targets or unpacking (`a, b = ...`) bind computed parts: unknown.
-                        value = node.value if len(targets) == 1 else None
-                        self.bound.setdefault(target.id, []).append((node.lineno, value))
+                        bind(target.id, node, node.value if len(node.targets) == 1 else None, computed)
                     else:
                         for inner in walk(target):
                             if isinstance(inner, ast.Name):
-                                self.bound.setdefault(inner.id, []).append((node.lineno, None))
+                                bind(inner.id, node, None, computed)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-                self.bound.setdefault(node.target.id, []).append((node.lineno, node.value))
-            elif isinstance(node, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-                for inner in walk(node.target if hasattr(node, "target") else node):
+                bind(node.target.id, node, node.value, computed)
+            elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+                for inner in walk(node.target):
                     if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
-                        self.bound.setdefault(inner.id, []).append((node.lineno, None))
+                        bind(inner.id, node, None, computed)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    for inner in walk(item.optional_vars) if item.optional_vars is not None else ():
+                        if isinstance(inner, ast.Name):
+                            bind(inner.id, node, None, computed)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
-                    self.bound.setdefault(arg.arg, []).append((node.lineno, None))
+                    bind(arg.arg, node, None, computed)
         for entries in self.bound.values():
             entries.sort(key=lambda e: e[0])
         self.args = script_args(tree)
 
-    def _binding(self, name: str, line: int) -> tuple[int, ast.expr | None] | None:
+    def _binding(self, name: str, line: int) -> tuple[int, ast.expr | None, str] | None:
         before = [e for e in self.bound.get(name, []) if e[0] < line]
         return before[-1] if before else None
 
@@ -162,9 +206,9 @@ class _Values:
             binding = self._binding(node.id, line)
             if binding is None:
                 return Unknown(node.id, "a name the launcher does not bind before this line"), ""
-            at, expr = binding
+            at, expr, why = binding
             if expr is None:
-                return Unknown(node.id, f"set at line {at} by code that runs (a loop, an unpacking, a parameter)"), ""
+                return Unknown(node.id, f"set at line {at} {why}" if why.startswith("by ") else why), ""
             value, source = self.value(expr, at, depth + 1)
             return value, source or (f"{node.id}, line {at}" if not isinstance(value, Unknown) else "")
         if isinstance(node, ast.JoinedStr):
@@ -236,15 +280,14 @@ class _Values:
 
     def _call(self, node: ast.Call, line: int, depth: int) -> Any:
         name = _name(node.func)
-        if name in SDK_OBJECTS and not node.args or name == "dict" and not node.args:
-            if any(k.arg is None for k in node.keywords):
+        if name in SDK_OBJECTS or name == "dict" and isinstance(node.func, ast.Name):
+            order = SDK_OBJECTS.get(name, ())  # type: ignore[arg-type]
+            if any(k.arg is None for k in node.keywords) or len(node.args) > len(order) \
+                    or any(isinstance(a, ast.Starred) for a in node.args):
                 return self._unknown(node)
-            arguments = {k.arg: self.value(k.value, line, depth + 1)[0] for k in node.keywords if k.arg}
-            return arguments if name == "dict" else SdkObject(name, arguments)  # type: ignore[arg-type]
-        if name == "TrainingInput" and node.args:  # TrainingInput("s3://...", ...): s3_data first
-            arguments = {"s3_data": self.value(node.args[0], line, depth + 1)[0]}
+            arguments = {param: self.value(a, line, depth + 1)[0] for param, a in zip(order, node.args, strict=False)}
             arguments.update({k.arg: self.value(k.value, line, depth + 1)[0] for k in node.keywords if k.arg})
-            return SdkObject(name, arguments)
+            return arguments if name == "dict" else SdkObject(name, arguments)  # type: ignore[arg-type]
         if name == "upload_data" and isinstance(node.func, ast.Attribute):
             return self._upload_data(node, line, depth)
         if name in ("str", "int", "float", "bool") and isinstance(node.func, ast.Name) and len(node.args) == 1:
@@ -268,7 +311,10 @@ class _Values:
             return self._unknown(node)
         text = _text_of(Unknown("", "", "SMTRAIN_BUCKET") if bucket is None else bucket)
         assert text is not None
-        return Templated(f"s3://{text[0]}/{prefix.strip('/')}", text[1], uploads=path)
+        uri = f"s3://{text[0]}/{prefix.strip('/')}"
+        if self.base is not None and (self.base / path).is_file():  # a file lands under the prefix by its name
+            uri += f"/{os.path.basename(path)}"
+        return Templated(uri, text[1], uploads=path)
 
     def _attribute(self, node: ast.Attribute, line: int, depth: int) -> tuple[Any, str]:
         # args.instance_type, where args = parser.parse_args(): the option's literal default.
@@ -358,7 +404,7 @@ def read_launcher(path: Path, shown: str | None = None) -> Launcher:
     if parsed.tree is None:
         raise LauncherError(f"{shown}: {parsed.skipped}")
     tree = parsed.tree
-    values = _Values(tree)
+    values = _Values(tree, path.parent)
     calls = _estimator_calls(tree)
     if not calls:
         raise LauncherError(f"{shown}: no TensorFlow(...) or Estimator(...) call of the SageMaker SDK: nothing to "

@@ -11,7 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+from smtrain.redact import looks_secret
 from smtrain.spec import patterns
 from smtrain.spec.launcher import Arg, Launcher, SdkObject, Templated, Unknown
 
@@ -57,7 +59,7 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
           "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name")
 # What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
-JOB_ONLY = ("model_package_config", "smtrain_settings")
+JOB_ONLY = ("model_package_config", "smtrain_settings", "max_pending", "unread_fields")
 
 
 @dataclass(frozen=True)
@@ -79,18 +81,27 @@ class Imported:
     variables: tuple[str, ...]  # environment variables the spec reads (role, output) that the launcher computed
 
 
-def _escaped(value: Any, variables: set[str]) -> Any:
+_DROPPED = object()
+
+
+def _escaped(value: Any, variables: set[str], dropped: list[tuple[str, Unknown]], path: str = "") -> Any:
     """A value as the spec reads it back: a literal "${" written "$${" (the loader expands ${VAR}), a Templated
-    text's own ${VAR} kept (its variables added to `variables`)."""
+    text's own ${VAR} kept (its variables added to `variables`); a value the launcher computes, wherever it sits,
+    left out (added to `dropped` with its field)."""
+    if isinstance(value, Unknown):
+        dropped.append((path, value))
+        return _DROPPED
     if isinstance(value, Templated):
         variables.update(value.variables)
         return str(value)
     if isinstance(value, str):
         return value.replace("${", "$${")
     if isinstance(value, dict):
-        return {k: _escaped(v, variables) for k, v in value.items()}
+        items = ((k, _escaped(v, variables, dropped, f"{path}.{k}" if path else str(k))) for k, v in value.items())
+        return {k: v for k, v in items if v is not _DROPPED}
     if isinstance(value, list):
-        return [_escaped(v, variables) for v in value]
+        items = (_escaped(v, variables, dropped, f"{path}[{i}]") for i, v in enumerate(value))
+        return [v for v in items if v is not _DROPPED]
     return value
 
 
@@ -155,6 +166,8 @@ class _Mapping:
         self._inputs()
         self._output()
         self._scalars()
+        for field in self.known("unread_fields", list) or []:
+            self.note(args["unread_fields"], field, "not imported: smtrain has no spec field for this member of the job")
         for name, arg in args.items():
             if name in SMTRAIN_OWN:
                 self.note(arg, name, f"left out: {SMTRAIN_OWN[name]}")
@@ -166,7 +179,10 @@ class _Mapping:
         for line, text in self.launcher.notes:  # what the reader saw around the estimator
             self.notes.append(Note(self.launcher.where(line), "", text, line=line))
         variables: set[str] = set()
-        data = _escaped(self.data, variables)
+        dropped: list[tuple[str, Unknown]] = []
+        data = _escaped(self.data, variables, dropped)
+        for field, unknown in dropped:
+            self.note(None, field, f"not imported: {unknown}")
         return Imported(data, tuple(sorted(self.notes, key=lambda n: n.line)), tuple(sorted(variables)))
 
     def _name(self) -> None:
@@ -195,6 +211,9 @@ class _Mapping:
                 guessed = tag.split("-")[0] if tag[:1].isdigit() else None
                 if guessed and patterns.TF_VERSION.matches(guessed):
                     self.put("tensorflow.version", ".".join(guessed.split(".")[:2]))
+                    self.note(self.launcher.arguments["image_uri"], "image_uri", f"tensorflow.version "
+                              f"{'.'.join(guessed.split('.')[:2])} read from the image's tag (smtrain's checks of "
+                              "strategies and Keras use it): correct it if the image holds another", taken=True)
                 else:
                     self.note(self.launcher.arguments["image_uri"], "image_uri",
                               "the image's TensorFlow version is not in its tag: tensorflow.version is smtrain's "
@@ -209,6 +228,9 @@ class _Mapping:
             value = self.known(arg, kinds)
             if value is not None:
                 self.put(f"compute.{field}", value)
+        pending = self.known("max_pending", int)  # a described job's MaxPendingTimeInSeconds
+        if pending is not None:
+            self.put("compute.max_pending", pending)
         size = self.known("volume_size", int)
         if size is not None:
             self.put("compute.volume_size", f"{size}GB")
@@ -258,6 +280,13 @@ class _Mapping:
                 self.put(f"distribution.{key}", value)
 
     def _code(self) -> None:
+        dependencies = self.known("dependencies", list)
+        if dependencies:
+            if all(isinstance(d, str) for d in dependencies):  # relative to the launcher, as the SDK reads them
+                self.put("code.dependencies", [_joined(self.base, d) for d in dependencies])
+            else:
+                self.note(self.launcher.arguments["dependencies"], "dependencies",
+                          f"not imported: {dependencies!r} holds a value computed when the launcher runs")
         entry = self.known("entry_point", str)
         source = self.known("source_dir", str)
         git = self.known("git_config", dict)
@@ -271,16 +300,24 @@ class _Mapping:
                       "entrypoint until you set code.entry_point")
             return
         if git is not None:
+            arg = self.launcher.arguments["git_config"]
             repository = git.get("repo")
+            if isinstance(repository, str):
+                parts = urlsplit(repository)
+                if "@" in parts.netloc and parts.scheme in ("http", "https"):
+                    # https://user:token@host/...: the credentials stay out of the spec.
+                    repository = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+                    self.note(arg, "git_config.repo", "the credentials in its URL left out: smtrain clones with "
+                              "your own git credentials and writes no secret")
             self.put("code.git.repository", repository)
             for key in ("branch", "commit"):
-                if git.get(key):
-                    self.put(f"code.git.{key}", str(git[key]))
+                if git.get(key) is not None:
+                    self.put(f"code.git.{key}", git[key] if isinstance(git[key], Unknown) else str(git[key]))
             if source:
                 self.put("code.git.directory", source)
-            for secret in ("username", "password", "token"):
+            for secret in ("username", "password", "token", "2FA_enabled"):
                 if git.get(secret):
-                    self.note(self.launcher.arguments["git_config"], f"git_config.{secret}",
+                    self.note(arg, f"git_config.{secret}",
                               "left out: smtrain clones with your own git credentials and writes no secret")
             self.put("code.entry_point", entry)
             return
@@ -297,13 +334,6 @@ class _Mapping:
                       f"{entry} alone, the spec packs its directory ({source})")
         self.put("code.source_dir", _joined(self.base, source))
         self.put("code.entry_point", entry)
-        dependencies = self.known("dependencies", list)
-        if dependencies:
-            if all(isinstance(d, str) for d in dependencies):
-                self.put("code.dependencies", [_joined(self.base, d) for d in dependencies])
-            else:
-                self.note(self.launcher.arguments["dependencies"], "dependencies",
-                          f"not imported: {dependencies!r} holds a value computed when the launcher runs")
 
     def _inputs(self) -> None:
         mode = self.known("input_mode", str)
@@ -361,8 +391,9 @@ class _Mapping:
             self.note(arg, where, f"not imported: {item!r} is not an input the SDK takes")
             return None
         if isinstance(uri, Templated) and uri.uploads:
+            copy = "sync" if not uri.endswith("/" + os.path.basename(uri.uploads)) else "cp"
             self.note(arg, where, f"the launcher uploads {uri.uploads} to {uri} when it runs (sess.upload_data): "
-                      f"upload it once (aws s3 sync {uri.uploads} {uri}), or give {uri.uploads} for --local")
+                      f"upload it once (aws s3 {copy} {uri.uploads} {uri}), or give {uri.uploads} for --local")
         out: dict[str, Any] = {"uri": uri}
         channel_mode = own.pop("input_mode", None) or (mode if mode in _INPUT_MODES and mode != "File" else None)
         if channel_mode is not None:
@@ -387,22 +418,31 @@ class _Mapping:
         if key is not None:
             self.data["output_kms_key"] = key
         model = self.known("model_uri", str)
+        channel = self.known("model_channel_name", str)
         if model is not None:
             self.data["model_uri"] = model
-            channel = self.known("model_channel_name", str)
             if channel not in (None, "model"):
                 self.data["model_channel"] = channel
+        elif channel is not None:
+            self.note(self.launcher.arguments["model_channel_name"], "model_channel_name",
+                      "left out: it names model_uri's channel, and model_uri is not imported")
         checkpoints = self.known("checkpoint_s3_uri", str)
         if checkpoints is not None:
             self.data["checkpoints"] = checkpoints
         local = self.known("checkpoint_local_path", str)
-        if local is not None and local != CHECKPOINT_DEFAULT and checkpoints is not None:
+        if local is not None and checkpoints is None:
+            self.note(self.launcher.arguments["checkpoint_local_path"], "checkpoint_local_path",
+                      "left out: without checkpoint_s3_uri the SDK does not send it either")
+        elif local is not None and local != CHECKPOINT_DEFAULT:
             self.data["checkpoint_local_path"] = local
         board = self.known("tensorboard_output_config", SdkObject)
         if board is not None:
             s3 = board.arguments.get("s3_output_path")
             if isinstance(s3, str):
                 self.data["tensorboard"] = s3
+            else:
+                self.note(self.launcher.arguments["tensorboard_output_config"], "tensorboard_output_config",
+                          f"not imported: its s3_output_path is {s3}")
             local_board = board.arguments.get("container_local_output_path")
             if local_board is not None:
                 self.note(self.launcher.arguments["tensorboard_output_config"], "container_local_output_path",
@@ -438,15 +478,25 @@ class _Mapping:
                 self.data["model_package"]["source"] = package["SourceModelPackageArn"]
         environment = self.known("environment", dict)
         if environment:
-            self.data["environment"] = {str(k): v if isinstance(v, str) else str(v) for k, v in environment.items()}
+            arg = self.launcher.arguments["environment"]
+            kept: dict[str, Any] = {}
+            for key, value in environment.items():
+                if looks_secret(str(key)) and isinstance(value, str) and not isinstance(value, Templated):
+                    # A secret's value stays out of the spec file: it reads the variable where smtrain runs.
+                    self.note(arg, f"environment[{key!r}]", f"a secret-looking value left out: the spec reads "
+                              f"${{{key}}}; export {key} where you run smtrain")
+                    value = Templated(f"${{{key}}}", (str(key),))
+                kept[str(key)] = value if isinstance(value, (str, Unknown)) else str(value)
+            self.data["environment"] = kept
         tags = self.known("tags", (list, dict))
         if isinstance(tags, dict):
             tags = [{"Key": k, "Value": v} for k, v in tags.items()]
         if tags:
             out = {}
             for tag in tags:
-                if isinstance(tag, dict) and isinstance(tag.get("Key"), str) and not isinstance(tag.get("Value"), Unknown):
-                    out[tag["Key"]] = str(tag.get("Value", ""))
+                value = tag.get("Value", "") if isinstance(tag, dict) else None
+                if isinstance(tag, dict) and isinstance(tag.get("Key"), str) and not isinstance(value, Unknown):
+                    out[tag["Key"]] = value if isinstance(value, str) else str(value)
                 else:
                     self.note(self.launcher.arguments["tags"], "tags", f"not imported: {tag!r} is not a "
                               "{'Key': ..., 'Value': ...} the SDK sends")

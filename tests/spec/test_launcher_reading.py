@@ -10,6 +10,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from smtrain.spec.launcher import LauncherError, SdkObject, Templated, Unknown, read_launcher
+from smtrain.spec.imported_spec import imported_text
 from smtrain.spec.sdk_arguments import spec_data
 from tests.support.cli_runner import smtrain
 
@@ -186,3 +187,77 @@ def test_a_spec_that_cannot_be_written_fails_cleanly_and_leaves_no_temporary_fil
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr == "error: cannot write job.yaml: File too large\n", proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.py"]
+
+
+def test_a_name_set_under_an_if_has_no_one_value_but_main_s_block_runs(tmp_path):
+    read = launcher(tmp_path, "import sys\nbig = len(sys.argv) > 1\nif big:\n    kind = 'ml.p4d.24xlarge'\nelse:\n"
+                              "    kind = 'ml.g5.xlarge'\nif __name__ == '__main__':\n    nodes = 2\n"
+                              "    TensorFlow(instance_type=kind, instance_count=nodes).fit()\n")
+    kind = read.arguments["instance_type"].value
+    assert isinstance(kind, Unknown) and kind.why == "set under the if at line 4: which value it has depends on the run"
+    assert read.arguments["instance_count"].value == 2
+
+
+def test_sdk_objects_given_by_position(tmp_path):
+    read = launcher(tmp_path, "from sagemaker.inputs import FileSystemInput, TrainingInput\n"
+                              "from sagemaker.debugger import TensorBoardOutputConfig\n"
+                              "TensorFlow(tensorboard_output_config=TensorBoardOutputConfig('s3://b1/tb')).fit({\n"
+                              "    'a': TrainingInput('s3://b1/a', 'ShardedByS3Key'),\n"
+                              "    'f': FileSystemInput('fs-0abc1234', 'EFS', '/d', 'rw')})\n")
+    imported = spec_data(read)
+    assert imported.data["tensorboard"] == "s3://b1/tb"
+    assert imported.data["inputs"] == {"a": {"uri": "s3://b1/a", "distribution": "ShardedByS3Key"},
+                                       "f": {"file_system": {"id": "fs-0abc1234", "type": "EFS", "directory": "/d",
+                                                             "access_mode": "rw"}}}
+
+
+def test_upload_data_of_a_file_is_the_file_s_uri(tmp_path):
+    (tmp_path / "train.csv").write_text("1\n")
+    read = launcher(tmp_path, "import sagemaker\nsess = sagemaker.Session()\n"
+                              "TensorFlow().fit(sess.upload_data('train.csv', key_prefix='mnist'))\n")
+    imported = spec_data(read)
+    assert imported.data["inputs"] == {"training": "s3://${SMTRAIN_BUCKET}/mnist/train.csv"}
+    assert any("aws s3 cp train.csv s3://${SMTRAIN_BUCKET}/mnist/train.csv" in n.message for n in imported.notes)
+
+
+def test_computed_values_inside_dicts_and_lists_are_named_never_written(tmp_path):
+    (tmp_path / "code").mkdir()
+    read = launcher(tmp_path, "import os\nTensorFlow(entry_point='t.py', source_dir='code',\n"
+                              "    distribution={'mpi': {'enabled': True, 'processes_per_host': int(os.environ['P'])}},\n"
+                              "    subnets=['subnet-0abc1234', os.environ['SUBNET']], security_group_ids=['sg-0abc1234'],\n"
+                              "    environment={'MODE': os.environ['MODE'], 'API_TOKEN': 'hunter2-secret'},\n"
+                              "    git_config={'repo': 'https://me:ghp_abcdef@github.com/o/r.git', 'branch': os.environ['B']},\n"
+                              ").fit()\n")
+    imported = spec_data(read)
+    text = imported_text(imported, "launch.py")
+    assert "hunter2" not in text and "ghp_abcdef" not in text and "me:ghp" not in text
+    assert imported.data["environment"] == {"API_TOKEN": "${API_TOKEN}"} and "API_TOKEN" in imported.variables
+    assert imported.data["network"]["subnets"] == ["subnet-0abc1234"]
+    assert imported.data["code"]["git"] == {"repository": "https://github.com/o/r.git", "directory": "code"}
+    assert imported.data["distribution"] == {"strategy": "horovod"}
+    named = {n.argument for n in imported.notes}
+    assert {"distribution.processes_per_host", "network.subnets[1]", "environment.MODE", "code.git.branch",
+            "git_config.repo", "environment['API_TOKEN']"} <= named, named
+
+
+def test_a_described_job_s_members_all_reach_the_mapping_or_a_note():
+    from smtrain.sagemaker.job_import import job_arguments
+
+    described = {
+        "TrainingJobName": "resnet-experiment-7", "RoleArn": "arn:aws:iam::123456789012:role/R",
+        "HyperParameters": {"sagemaker_program": '"train.py"', "sagemaker_submit_directory": '"s3://b1/code.tar.gz"'},
+        "AlgorithmSpecification": {"TrainingImage": "img:2.16", "TrainingInputMode": "File",
+                                   "ContainerEntrypoint": ["python"], "EnableSageMakerMetricsTimeSeries": False},
+        "ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxPendingTimeInSeconds": 7200},
+        "OutputDataConfig": {"S3OutputPath": "s3://b1/out"},
+        "InputDataConfig": [{"ChannelName": "fs", "DataSource": {"FileSystemDataSource": {
+            "FileSystemId": "fs-0abc1234", "FileSystemType": "EFS", "DirectoryPath": "/d",
+            "FileSystemAccessMode": "rw"}}}],
+        "MlflowConfig": {"MlflowResourceArn": "arn:x"}, "TrainingJobStatus": "Completed",
+    }
+    args, inputs = job_arguments(described, [], "code")
+    assert args["base_job_name"] == "resnet-experiment-7" and args["max_pending"] == 7200
+    assert args["container_entry_point"] == ["python"] and args["enable_sagemaker_metrics"] is False
+    assert args["unread_fields"] == ["MlflowConfig"]
+    assert inputs["fs"].arguments["file_system_access_mode"] == "rw"
