@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from smtrain.spec.launcher import LauncherError, SdkObject, Templated, Unknown, read_launcher
 from smtrain.spec.imported_spec import imported_text
+from smtrain.spec.launcher import LauncherError, SdkObject, Templated, Unknown, read_launcher
 from smtrain.spec.sdk_arguments import spec_data
 from tests.support.cli_runner import smtrain
 
