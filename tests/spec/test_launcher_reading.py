@@ -226,7 +226,8 @@ def test_computed_values_inside_dicts_and_lists_are_named_never_written(tmp_path
                               "    distribution={'mpi': {'enabled': True, 'processes_per_host': int(os.environ['P'])}},\n"
                               "    subnets=['subnet-0abc1234', os.environ['SUBNET']], security_group_ids=['sg-0abc1234'],\n"
                               "    environment={'MODE': os.environ['MODE'], 'API_TOKEN': 'hunter2-secret'},\n"
-                              "    git_config={'repo': 'https://me:ghp_abcdef@github.com/o/r.git', 'branch': os.environ['B']},\n"
+                              "    git_config={'repo': 'https://me:ghp_abcdef@github.com/o/r.git',\n"
+                              "                'branch': os.environ['B']},\n"
                               ").fit()\n")
     imported = spec_data(read)
     text = imported_text(imported, "launch.py")
