@@ -153,3 +153,30 @@ def test_code_that_cannot_be_written_here_fails_cleanly_and_leaves_nothing(aws, 
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: cannot write the job's code into full-1-code: File too large"), proc.stderr
     assert list(back.iterdir()) == []
+
+
+def test_sigterm_during_the_code_download_leaves_nothing(aws, tmp_path):
+    import signal
+    import threading
+
+    from tests.support.cli_runner import running_smtrain
+    from tests.support.moto_server import Fault
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    spec = moto_server.live_spec(tmp_path, {"code": {"source_dir": "src", "entry_point": "train.py"}})
+    env = aws.env(tmp_path)
+    assert smtrain("submit", str(spec), "--job-name", "cut-1", env=env).returncode == 0
+    back = tmp_path / "back"
+    back.mkdir()
+    held, arrived = threading.Event(), threading.Event()
+    aws.control.inject("GetObject", Fault(hold=held, arrived=arrived))
+    with running_smtrain("import", "--job", "cut-1", str(back / "cut-1.yaml"), env=env) as proc:
+        try:
+            assert arrived.wait(60), "the download never reached the server"
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            held.set()
+    assert proc.returncode == 143 and err.rstrip().splitlines()[-1] == "interrupted (SIGTERM)", err
+    assert "Traceback" not in err and list(back.iterdir()) == []

@@ -18,7 +18,7 @@ threaded server serves from them) to add, each marked "moto lacks" below:
   ListTrainingJobsForHyperParameterTuningJob, the received create body (tests/support/moto_tuning.py);
 * faults, queued per operation (:meth:`Control.inject`): an AWS error (throttling, quota, access
   denied...), or an answer held back after the work is done, longer than the client's read
-  timeout; S3 PutObject faults too.
+  timeout; S3 PutObject and GetObject faults too.
 
 CloudWatch Logs needs nothing added: moto keeps groups, streams and events with forward tokens.
 Service Quotas for SageMaker (moto has none): tests/support/moto_quotas.py, set through
@@ -237,6 +237,15 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
             fault.raise_error(s3=True)
         return original_put(self, *args, **kwargs)
 
+    original_get = S3Backend.get_object
+
+    def get_object(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fault = control.take("GetObject")
+        if fault:
+            fault.wait_if_held()
+            fault.raise_error(s3=True)
+        return original_get(self, *args, **kwargs)
+
     original_response = sm_models.FakeTrainingJob.response_object
 
     def response_object(self: Any) -> dict[str, Any]:
@@ -252,6 +261,7 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
         (backend_cls, "stop_training_job", stop_training_job_model),
         (SageMakerResponse, "stop_training_job", stop_training_job_response),
         (S3Backend, "put_object", put_object),
+        (S3Backend, "get_object", get_object),
     ]
     for operation, attr in (("CreateTrainingJob", "create_training_job"),
                             ("DescribeTrainingJob", "describe_training_job"),
