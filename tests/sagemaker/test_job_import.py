@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,17 +136,24 @@ def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(cod
     assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []
 
 
+def _own_script_job(server: moto_server.MotoServer, tmp_path: Path, name: str) -> tuple[dict[str, str], Path]:
+    """A job of an own script submitted to the server; the environment for smtrain, an empty directory to import
+    into."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+    spec = moto_server.live_spec(tmp_path, {"code": {"source_dir": "src", "entry_point": "train.py"}})
+    env = server.env(tmp_path)
+    assert smtrain("submit", str(spec), "--job-name", name, env=env).returncode == 0
+    back = tmp_path / "back"
+    back.mkdir()
+    return env, back
+
+
 def test_code_that_cannot_be_written_here_fails_cleanly_and_leaves_nothing(aws, tmp_path):
     import subprocess
     import sys
 
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "train.py").write_text("print('train')\n")
-    spec = moto_server.live_spec(tmp_path, {"code": {"source_dir": "src", "entry_point": "train.py"}})
-    env = aws.env(tmp_path)
-    assert smtrain("submit", str(spec), "--job-name", "full-1", env=env).returncode == 0
-    back = tmp_path / "back"
-    back.mkdir()
+    env, back = _own_script_job(aws, tmp_path, "full-1")
     # A file-size limit of 0 blocks: the download's first write fails, as on a full disk.
     proc = subprocess.run(["bash", "-c", f'ulimit -f 0; exec "{sys.executable}" -m smtrain import --job full-1'],
                           cwd=back, env={**env, "PYTHONPATH": str(ROOT)},
@@ -162,13 +170,7 @@ def test_sigterm_during_the_code_download_leaves_nothing(aws, tmp_path):
     from tests.support.cli_runner import running_smtrain
     from tests.support.moto_server import Fault
 
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "train.py").write_text("print('train')\n")
-    spec = moto_server.live_spec(tmp_path, {"code": {"source_dir": "src", "entry_point": "train.py"}})
-    env = aws.env(tmp_path)
-    assert smtrain("submit", str(spec), "--job-name", "cut-1", env=env).returncode == 0
-    back = tmp_path / "back"
-    back.mkdir()
+    env, back = _own_script_job(aws, tmp_path, "cut-1")
     held, arrived = threading.Event(), threading.Event()
     aws.control.inject("GetObject", Fault(hold=held, arrived=arrived))
     with running_smtrain("import", "--job", "cut-1", str(back / "cut-1.yaml"), env=env) as proc:
