@@ -64,13 +64,14 @@ class JobCost:
     instance_type: str | None
     instance_count: int
     spot: bool
-    price_per_hour: float | None  # USD on demand, one instance
+    price_per_hour: float | None  # USD on demand, one instance (a heterogeneous cluster: all of it, count 1)
     price_region: str | None  # the region the price is for
     price_note: str | None  # another region's price, an estimate, or no price known
     usd: float | None  # billable_seconds x price x instances
     on_demand_usd: float | None  # spot: what the training time would have cost on demand
     spot_saving_usd: float | None
     spot_saving_percent: float | None  # as the console shows it: 1 - billable / training
+    cluster: bool = False  # a heterogeneous cluster: instance_type names its groups (README "Quotas and cost")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

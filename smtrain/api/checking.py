@@ -180,6 +180,10 @@ def _refuse_what_cannot_be_checked(found: Planned) -> None:
     from smtrain.plan import program
 
     strategy = found.plan.strategy
+    if found.plan.instance_groups:
+        raise CannotCheckError("its heterogeneous cluster (compute.instance_groups) gives each group its own part, "
+                               "which a local run cannot lay out yet; check the training group's script with a copy "
+                               "of the spec with compute.instance_type and nodes instead")
     if strategy == "parameter_server":
         raise CannotCheckError("its parameter-server workers train on steps the chief only schedules, in no fixed "
                                "order, so no step can be set against one device's")

@@ -37,6 +37,7 @@ def plan_lines(plan: Plan) -> list[str]:
         lines.append("  choices       compute.prefer: SageMaker runs the first with capacity; each decides its "
                      "strategy and maths on its own hosts")
         lines += [f"                {_choice_line(n, choice)}" for n, choice in enumerate(plan.choices, 1)]
+    lines += group_lines(plan)
     capacity = []
     if c.training_plan:
         capacity.append(f"training plan {c.training_plan}")
@@ -51,6 +52,22 @@ def plan_lines(plan: Plan) -> list[str]:
     if keys:
         lines.append(f"  kms keys      {', '.join(keys)}")
     return lines + job_option_lines(plan)
+
+
+def group_lines(plan: Plan) -> list[str]:
+    """A heterogeneous cluster's groups: each one's hosts, what runs there, the channels it alone gets, its cost."""
+    if not plan.instance_groups:
+        return []
+    spread = plan.distribution.get("instance_groups", []) if plan.distribution else []
+    lines = ["  groups        compute.instance_groups: your script reads SM_CURRENT_INSTANCE_GROUP"]
+    for group in plan.instance_groups:
+        runs = (f"{plan.strategy} over its {group.count} host(s)" if group.name in spread
+                else "your script once per host")
+        only = [name for name, ch in plan.spec.inputs.items() if ch.instance_groups and group.name in ch.instance_groups]
+        price = "price unknown" if group.per_hour is None else f"{_money(group.per_hour)}/h"
+        lines.append(f"                {group.name}: {group.instance.name} x {group.count}, {runs}, {price}"
+                     + (f"; its own channels: {', '.join(only)}" if only else ""))
+    return lines
 
 
 def job_option_lines(plan: Plan) -> list[str]:
@@ -79,7 +96,10 @@ def job_option_lines(plan: Plan) -> list[str]:
 
 
 def instances_text(resources: dict[str, Any]) -> str:
-    """`instances` in the dry run: the count and type, or the fallback list in order."""
+    """`instances` in the dry run: the count and type, the fallback list in order, or the cluster's groups."""
+    groups = resources.get("InstanceGroups")
+    if groups:
+        return ", ".join(f"{g['InstanceGroupName']}: {g['InstanceCount']} x {g['InstanceType']}" for g in groups)
     preferences = resources.get("InstancePreferences")
     if preferences:
         listed = " or ".join(f"{p.get('InstanceCount', resources.get('InstanceCount', '?'))} x {p['InstanceType']}"

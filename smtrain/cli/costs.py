@@ -30,7 +30,7 @@ def cost_rows(job: JobInfo) -> list[tuple[str, str]]:
     c = job.cost
     if c is None:
         return []
-    hosts = f"{c.instance_count} x {c.instance_type}"
+    hosts = str(c.instance_type) if c.cluster else f"{c.instance_count} x {c.instance_type}"
     if c.billable_seconds is None:
         rate = f": {hosts} at {_price(c)}" if c.price_per_hour is not None else ""
         if job.done:

@@ -228,6 +228,9 @@ def plan_text(plan: Plan, more_warnings: Sequence[Problem] = (), own_strategies:
         lines.append(f"                {plan.cost.region_note}")
     if plan.cost.price_note:
         lines.append(f"                {i.name} price: {plan.cost.price_note}")
+    if plan.cost.unpriced:
+        lines.append(f"                not counted: {', '.join(plan.cost.unpriced)}, outside the GPU catalog "
+                     "(smtrain knows no price for it)")
     lines += plan_lines(plan)
     lines.append(f"  tensorboard   {_tensorboard_line(plan)}")
     if plan.metric_lines:
@@ -328,6 +331,9 @@ def job_text(job: JobInfo) -> str:
             ("started", _when(job.started)), ("ended", _when(job.ended))]
     if job.instance_type:
         rows.append(("instances", f"{job.instance_count or 1} x {job.instance_type}"))
+    elif job.extra.get("instance_groups"):
+        rows.append(("instances", ", ".join(f"{g['name']}: {g['count']} x {g['instance_type']}"
+                                            for g in job.extra["instance_groups"])))
     rows += cost_rows(job)
     if job.failure_reason:
         rows.append(("failure", job.failure_reason))

@@ -47,6 +47,11 @@ def render_local(request: Request) -> dict[str, Any]:
     machine: the bundle's path, a local output (model_dir under it) and the channels as the spec names them;
     no code channel (network isolation's), whose bundle a local run never uploads."""
     plan = request.plan
+    if plan.instance_groups:
+        raise UserError("compute.instance_groups: a heterogeneous cluster runs on SageMaker only (a local run lays "
+                        "out the hosts of one instance type, and cannot yet give each group its own); to run your "
+                        "script here, use a copy of the spec with compute.instance_type and nodes instead",
+                        exit_codes.USAGE)
     for channel, cfg in plan.spec.inputs.items():
         if cfg.file_system is not None:
             raise UserError(f"input channel '{channel}': a file system ({cfg.file_system.type} "

@@ -11,7 +11,17 @@ from typing import Any
 # The bundled entrypoint's own maths (plain Python, no TensorFlow): the plan shows what training uses.
 from smtrain_tf.scaling import global_batch_size, scaled_learning_rate
 
-from smtrain.plan import choices, declared_metrics, distribution, entrypoint_rules, git_source, keras_choice, launch, program
+from smtrain.plan import (
+    choices,
+    declared_metrics,
+    distribution,
+    entrypoint_rules,
+    git_source,
+    instance_groups,
+    keras_choice,
+    launch,
+    program,
+)
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
 from smtrain.plan.instance_choice import explicit_instance, instance_gpu_summary, select_instance, tensorflow_warning
 from smtrain.plan.job_places import TENSORBOARD_LOCAL_PATH, job_name_template, tensorboard_files_uri, tensorboard_s3_path
@@ -36,6 +46,8 @@ class Cost:
     region_note: str | None = None  # "price for us-east-1; eu-west-1 unknown"
     price_note: str | None = None  # the catalog's note on this price ("unverified estimate: ...")
     price_is_estimate: bool = False
+    # A heterogeneous cluster's types outside the GPU catalog, whose price is not counted above.
+    unpriced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,9 @@ class Plan:
     # Where the job may run, in the order SageMaker tries them (compute.prefer), else the one instance
     # above; the first with capacity runs (smtrain.plan.choices).
     choices: tuple[choices.Choice, ...] = ()
+    # A heterogeneous cluster's groups (compute.instance_groups), the instance above being one of them; the
+    # cost is theirs together (smtrain.plan.instance_groups).
+    instance_groups: tuple[instance_groups.Group, ...] = ()
     # The TensorFlow image: version, Python, URI and where it comes from (smtrain.plan.tf_image_choice).
     tf_image: TfChoice | None = None
     # The Keras the code runs on, and the requirement added for it (smtrain.plan.keras_choice).
@@ -163,9 +178,11 @@ class Plan:
                          "max_run_seconds": self.spec.compute.max_run,
                          "price_source": self.cost.price_source, "price_date": self.cost.price_date,
                          "price_region": self.cost.price_region, "region_note": self.cost.region_note,
-                         "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate},
+                         "price_note": self.cost.price_note, "price_is_estimate": self.cost.price_is_estimate,
+                         "unpriced_types": list(self.cost.unpriced)},
             "tensorboard": self.tensorboard(),
             "choices": [c.summary() for c in self.choices],
+            "instance_groups": [g.summary() for g in self.instance_groups],
             # What the MetricDefinitions will read: none for a script whose output has no metric line.
             "metrics": ["loss", "accuracy", *self.metrics] if self.metric_lines else [],
             "warnings": [w.render() for w in self.warnings],
@@ -206,23 +223,35 @@ def _wrap(spec: Spec, replicas: int) -> Wrap | None:
                 rule, scaled_learning_rate(1.0, rule, replicas) if rule else 1.0, code.wrap_tuning)
 
 
-def _cost(catalog: Catalog, spec: Spec, instance: InstanceType, nodes: int, region: str | None) -> Cost:
-    price = catalog.price(instance, region)
-    per_hour = None if price.per_hour is None else price.per_hour * nodes  # None: the catalog knows no price
+def _cost(catalog: Catalog, spec: Spec, instance: InstanceType, nodes: int, region: str | None,
+          groups: tuple[instance_groups.Group, ...] = ()) -> Cost:
+    """The cost of `nodes` x `instance`, or of every group of a heterogeneous cluster together."""
+    parts = [(g.instance, g.count) for g in groups] or [(instance, nodes)]
+    prices = [(catalog.price(i, region), n) for i, n in parts]
+    known = [(p, n) for p, n in prices if p.per_hour is not None]
+    # A group's CPU type outside the GPU catalog has no price: the others are counted, and the note says so.
+    left_out = [i.name for i, _ in parts if catalog.price(i, region).per_hour is None] if groups and known else []
+    price = known[0][0] if left_out else next((p for p, _ in prices if p.per_hour is None), prices[0][0])
+    # None: the catalog knows no price for the type.
+    per_hour = None if price.per_hour is None else sum(p.per_hour * n for p, n in known)  # type: ignore[operator]
     hours = spec.compute.max_run / 3600
     spot_hour = per_hour * (1 - catalog.spot_discount_estimate) if spec.compute.spot and per_hour is not None else None
     return Cost(per_hour, None if per_hour is None else per_hour * hours, spot_hour,
                 spot_hour * hours if spot_hour is not None else None,
                 catalog.price_source, catalog.price_date, price.region, price.region_note, price.note,
-                price.is_estimate)
+                price.is_estimate, tuple(left_out))
 
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _instance(loaded: LoadedSpec, catalog: Catalog, requested_strategy: str) -> tuple[InstanceType, str]:
+def _instance(loaded: LoadedSpec, catalog: Catalog, requested_strategy: str,
+              groups: list[instance_groups.Group]) -> tuple[InstanceType, str]:
     c = loaded.spec.compute
+    if groups:
+        group, reason = instance_groups.planned_group(loaded, groups)
+        return group.instance, reason
     if c.prefer:
         first = choices.candidates(loaded, catalog, None)[0].instance
         return first, "compute.prefer: the first choice with capacity runs; this is choice 1"
@@ -265,11 +294,12 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
     if region is None:
         problems.append(loaded.problem(("region",), "no AWS region: set `region:` in the spec, or AWS_REGION"))
     try:
-        instance, instance_reason = _instance(loaded, catalog, spec.distribution.strategy)
+        groups = instance_groups.groups(loaded, catalog)
+        instance, instance_reason = _instance(loaded, catalog, spec.distribution.strategy, groups)
     except CatalogError as exc:
         field = ("compute", "instance_type") if spec.compute.instance_type != "auto" else ("compute",)
         raise SpecError(problems + [loaded.problem(field, str(exc))]) from None
-    if spec.compute.instance_type != "auto" and not spec.compute.prefer:
+    if spec.compute.instance_type != "auto" and not spec.compute.prefer and not groups:
         for name in ("gpu", "min_gpu_memory"):
             if getattr(spec.compute, name) is not None:
                 warnings.append(loaded.problem(("compute", name), "used only with instance_type auto; "
@@ -277,7 +307,9 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
         blackwell = tensorflow_warning(instance, spec.tensorflow.image_uri)  # auto never picks such a type
         if blackwell:
             warnings.append(loaded.problem(("compute", "instance_type"), blackwell))
-    tf_image, tf_problems, tf_warnings = choose_image(loaded, today, instance.name)
+    # The image is for one type: a cluster's, as SDK v2 picks it (smtrain.plan.instance_groups).
+    image_type = instance_groups.image_group(groups).instance.name if groups else instance.name
+    tf_image, tf_problems, tf_warnings = choose_image(loaded, today, image_type)
     problems += tf_problems
     warnings += tf_warnings
     framework_version, py_version = tf_image.version, tf_image.python
@@ -285,8 +317,9 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
     problems += keras_problems
     warnings += keras_warnings
     # The one instance, or each of compute.prefer's: its strategy as the container will decide it.
-    decided = choices.decide(loaded, choices.candidates(loaded, catalog, instance), framework_version)
-    tf_image = for_distribution(tf_image, region, instance.name, decided.sdk_distribution)
+    group = instance_groups.planned_group(loaded, groups)[0] if groups else None
+    decided = choices.decide(loaded, choices.candidates(loaded, catalog, instance, group), framework_version)
+    tf_image = for_distribution(tf_image, region, image_type, decided.sdk_distribution)
     problems += decided.errors
     warnings += decided.warnings + choices.auto_only_warnings(loaded)
     if spec.code.entry_point is None:
@@ -303,7 +336,7 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
         warnings += git_notes
     try:
         plan = _plan(loaded, catalog, git, decided, instance, instance_reason, tf_image, environment, warnings,
-                     region)
+                     region, tuple(groups))
         plan = replace(plan, keras=keras)
     except Exception:
         if not problems:
@@ -339,7 +372,7 @@ def _missing_local_inputs(loaded: LoadedSpec) -> list[Problem]:
 
 def _plan(loaded: LoadedSpec, catalog: Catalog, git: git_source.GitCheckout | None, decided: choices.Decided,
           instance: InstanceType, instance_reason: str, tf_image: TfChoice, environment: dict[str, str],
-          warnings: list[Problem], region: str | None) -> Plan:
+          warnings: list[Problem], region: str | None, groups: tuple[instance_groups.Group, ...] = ()) -> Plan:
     spec = loaded.spec
     framework_version, py_version = tf_image.version, tf_image.python
     first = decided.choices[0]
@@ -352,7 +385,7 @@ def _plan(loaded: LoadedSpec, catalog: Catalog, git: git_source.GitCheckout | No
     maths = _maths(spec, replicas)
     planned = tuple(replace(c, batch_per_replica=m.batch_per_replica, global_batch=m.global_batch,
                             effective_batch=m.effective_batch, scaled_learning_rate=m.scaled_learning_rate,
-                            wrap=_wrap(spec, c.replicas), cost=_cost(catalog, spec, c.instance, c.nodes, region))
+                            wrap=_wrap(spec, c.replicas), cost=_cost(catalog, spec, c.instance, c.nodes, region, groups))
                     for c, m in ((c, _maths(spec, c.replicas)) for c in decided.choices))
     plan = Plan(
         spec=spec,
@@ -382,6 +415,7 @@ def _plan(loaded: LoadedSpec, catalog: Catalog, git: git_source.GitCheckout | No
                               entry_point, hps),
         cost=planned[0].cost,
         choices=planned,
+        instance_groups=groups,
         kind=kind,
         script=spec.code.entry_point,
         wrap=_wrap(spec, replicas),

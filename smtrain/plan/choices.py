@@ -24,6 +24,8 @@ from typing import Any
 from smtrain.plan import distribution
 from smtrain.plan.catalog import Catalog, CatalogError, InstanceType
 from smtrain.plan.instance_choice import explicit_instance, tensorflow_warning
+from smtrain.plan.instance_groups import Group
+from smtrain.spec.instance_groups import distribution_group
 from smtrain.spec.model import LoadedSpec
 from smtrain.spec.problems import Path_, Problem, SpecError
 
@@ -79,9 +81,13 @@ class Candidate:
     path: Path_  # compute.prefer[i], or compute for the one instance
 
 
-def candidates(loaded: LoadedSpec, catalog: Catalog, instance: InstanceType | None) -> list[Candidate]:
-    """compute.prefer's entries from the catalog (every unknown type at its own line), else `instance`."""
+def candidates(loaded: LoadedSpec, catalog: Catalog, instance: InstanceType | None,
+               group: Group | None = None) -> list[Candidate]:
+    """compute.prefer's entries from the catalog (every unknown type at its own line), else `instance`, or the
+    planned `group` of a heterogeneous cluster."""
     c = loaded.spec.compute
+    if group is not None:
+        return [Candidate(group.instance, group.count, c.training_plan, ("compute", "instance_groups", group.index))]
     if not c.prefer:
         assert instance is not None
         return [Candidate(instance, c.nodes, c.training_plan, ("compute",))]
@@ -111,9 +117,9 @@ class Decided:
 
 def _findings(loaded: LoadedSpec, found: list[tuple[Candidate, Path_, str]], listed: bool) -> list[Problem]:
     """Rule findings as problems: with a list, each rule once, at the (first) preference it is about,
-    naming the choices it applies to."""
+    naming the choices it applies to; a cluster's group's at that group."""
     if not listed:
-        return [loaded.problem(path, message) for _, path, message in found]
+        return [loaded.problem(_at(cand, path), message) for cand, path, message in found]
     grouped: dict[tuple[Path_, str], list[Candidate]] = {}
     for cand, path, message in found:
         grouped.setdefault((path, message), []).append(cand)
@@ -124,6 +130,13 @@ def _findings(loaded: LoadedSpec, found: list[tuple[Candidate, Path_, str]], lis
         names = ", ".join(f"{c.path[-1] + 1} ({c.instance.name} x{c.nodes})" for c in cands)
         out.append(loaded.problem(path, f"choice {names}: {message}"))
     return out
+
+
+def _at(cand: Candidate, path: Path_) -> Path_:
+    """A finding about the instance's type or count, at the group of compute.instance_groups it is about."""
+    if cand.path[:2] == ("compute", "instance_groups") and path in (("compute", "instance_type"), ("compute", "nodes")):
+        return cand.path + (("count",) if path[-1] == "nodes" else ("instance_type",))
+    return path
 
 
 # SageMaker refuses VolumeKmsKeyId on instance types with local (NVMe) storage, which it encrypts
@@ -143,6 +156,11 @@ def decide(loaded: LoadedSpec, cands: list[Candidate], framework_version: str | 
     requested, asked = spec.distribution.strategy, spec.distribution.processes_per_host
     listed = bool(spec.compute.prefer)
     resolved = [distribution.resolve(requested, c.nodes, c.instance.gpus) for c in cands]
+    grouped = bool(spec.compute.instance_groups)
+    if grouped and requested == "auto":
+        # The TensorFlow toolkit starts the script once on every host of a cluster whose request enables no
+        # strategy; one that spans a group is horovod or smddp, named (smtrain.spec.instance_groups).
+        resolved = [("none", "auto with compute.instance_groups: every host runs your script once")]
     decided = Decided([], None)
     if listed and requested == "smddp":
         decided.errors.append(loaded.problem(("distribution", "strategy"), "smddp cannot run a fallback list: its "
@@ -181,6 +199,9 @@ def decide(loaded: LoadedSpec, cands: list[Candidate], framework_version: str | 
     if listed and len({c.processes_per_host for c in decided.choices}) > 1:
         per_host = 0  # left out of the request: the toolkit starts one process per GPU on each host
     decided.sdk_distribution = distribution.sdk_distribution(first.strategy, per_host, spec.distribution.mpi_options)
+    group = distribution_group(spec)
+    if group is not None and decided.sdk_distribution is not None:
+        decided.sdk_distribution["instance_groups"] = [group]  # SDK v2 sends the group's name
     if decided.sdk_distribution and "mpi" in decided.sdk_distribution and not per_host:
         del decided.sdk_distribution["mpi"]["processes_per_host"]
     return decided

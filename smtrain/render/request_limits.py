@@ -37,6 +37,7 @@ _FIELDS: dict[tuple[str, ...], Path_] = {
     ("ResourceConfig", "VolumeKmsKeyId"): ("compute", "volume_kms_key"),
     ("ResourceConfig", "TrainingPlanArn"): ("compute", "training_plan"),
     ("ResourceConfig", "InstancePreferences"): ("compute", "prefer"),
+    ("ResourceConfig", "InstanceGroups"): ("compute", "instance_groups"),
     ("StoppingCondition", "MaxPendingTimeInSeconds"): ("compute", "max_pending"),
     ("RetryStrategy",): ("compute", "max_retry_attempts"),
     ("OutputDataConfig", "KmsKeyId"): ("output_kms_key",),
@@ -62,6 +63,7 @@ _CHANNEL_FIELDS: dict[tuple[str, ...], Path_] = {
     ("InputMode",): ("mode",),
     ("DataSource", "S3DataSource", "S3Uri"): ("uri",),
     ("DataSource", "S3DataSource", "S3DataDistributionType"): ("distribution",),
+    ("DataSource", "S3DataSource", "InstanceGroupNames"): ("instance_groups",),
     ("DataSource", "FileSystemDataSource", "FileSystemId"): ("file_system", "id"),
     ("DataSource", "FileSystemDataSource", "DirectoryPath"): ("file_system", "directory"),
     ("DataSource", "FileSystemDataSource"): ("file_system",),
@@ -71,6 +73,12 @@ _PREFERENCE_FIELDS: dict[tuple[str, ...], Path_] = {
     ("InstanceType",): ("instance_type",),
     ("InstanceCount",): ("count",),
     ("TrainingPlanArns",): ("training_plan",),
+}
+# Inside one of compute.instance_groups' InstanceGroups: request member -> the field of compute.instance_groups[i].
+_GROUP_FIELDS: dict[tuple[str, ...], Path_] = {
+    ("InstanceGroupName",): ("name",),
+    ("InstanceType",): ("instance_type",),
+    ("InstanceCount",): ("count",),
 }
 # The hyperparameters the TensorFlow contract adds (sagemaker_*, model_dir), and the spec field each value comes from.
 _CONTRACT_HYPERPARAMETERS: dict[str, Path_] = {
@@ -84,6 +92,7 @@ _CONTRACT_HYPERPARAMETERS: dict[str, Path_] = {
     "sagemaker_distributed_dataparallel_custom_mpi_options": ("distribution", "mpi_options"),
     "sagemaker_mpi_num_of_processes_per_host": ("distribution", "processes_per_host"),
     "sagemaker_instance_type": ("compute", "instance_type"),
+    "sagemaker_distribution_instance_groups": ("distribution", "instance_groups"),
 }
 
 
@@ -132,6 +141,9 @@ def spec_field(path: Path_, request: Mapping[str, Any], spec: Spec) -> Path_:
     if len(path) >= 3 and path[:2] == ("ResourceConfig", "InstancePreferences") and isinstance(path[2], int):
         inner = _longest(_PREFERENCE_FIELDS, path[3:])
         return ("compute", "prefer", path[2]) + (inner[0] if inner else ())
+    if len(path) >= 3 and path[:2] == ("ResourceConfig", "InstanceGroups") and isinstance(path[2], int):
+        inner = _longest(_GROUP_FIELDS, path[3:])
+        return ("compute", "instance_groups", path[2]) + (inner[0] if inner else ())
     if len(path) >= 3 and path[:2] == ("VpcConfig", "Subnets"):
         return ("network", "subnets", path[2])
     if len(path) >= 3 and path[:2] == ("VpcConfig", "SecurityGroupIds"):

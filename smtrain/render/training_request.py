@@ -83,10 +83,12 @@ def _join(*parts: str) -> str:
     return f"{scheme}://{re.sub('/+', '/', rest).strip('/')}"
 
 
-def _distribution_hyperparameters(distribution: dict[str, Any] | None, instance_type: str) -> dict[str, Any]:
+def _distribution_hyperparameters(distribution: dict[str, Any] | None, instance_type: str | None) -> dict[str, Any]:
     """What the SDK's Framework._distribution_configuration adds for each `distribution` dict smtrain makes."""
     d = distribution or {}
     out: dict[str, Any] = {}
+    if "instance_groups" in d:
+        out["sagemaker_distribution_instance_groups"] = list(d["instance_groups"])
     if "parameter_server" in d:
         out["sagemaker_parameter_server_enabled"] = d["parameter_server"].get("enabled", False)
     if "mpi" in d:
@@ -117,7 +119,9 @@ def contract_hyperparameters(plan: Plan, job_name: str, source_uri: str, output:
         "sagemaker_job_name": job_name,
         "sagemaker_region": plan.region,
     }
-    added.update(_distribution_hyperparameters(plan.distribution, plan.instance.name))
+    # A heterogeneous cluster has no one instance type: SDK v2 sends its instance_type, None, for smddp.
+    added.update(_distribution_hyperparameters(plan.distribution,
+                                               None if plan.instance_groups else plan.instance.name))
     mpi = bool(added.get("sagemaker_mpi_enabled"))
     added["model_dir"] = _MPI_MODEL_DIR if mpi else _join(output, job_name, "model")
     return added
@@ -130,9 +134,12 @@ def _file_system_channel(name: str, fs: FileSystemSpec) -> dict[str, Any]:
         "FileSystemAccessMode": fs.access_mode}}}
 
 
-def _channel(name: str, uri: str, mode: str | None, distribution: str | None) -> dict[str, Any]:
+def _channel(name: str, uri: str, mode: str | None, distribution: str | None,
+             groups: tuple[str, ...] | None = None) -> dict[str, Any]:
     channel: dict[str, Any] = {"ChannelName": name, "DataSource": {"S3DataSource": {
         "S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": distribution or "FullyReplicated"}}}
+    if groups:
+        channel["DataSource"]["S3DataSource"]["InstanceGroupNames"] = list(groups)
     if mode is not None:
         channel["InputMode"] = mode
     return channel
@@ -163,6 +170,11 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
         resources["VolumeKmsKeyId"] = c.volume_kms_key
     if c.training_plan:
         resources["TrainingPlanArn"] = c.training_plan
+    if c.instance_groups:
+        # The API takes the groups in place of InstanceType and InstanceCount, never beside them.
+        del resources["InstanceType"], resources["InstanceCount"]
+        resources["InstanceGroups"] = [{"InstanceGroupName": g.name, "InstanceType": g.instance_type,
+                                        "InstanceCount": g.count} for g in c.instance_groups]
     preferences = instance_preferences(c) if capacity else None
     if preferences:
         # The API takes the fallback list in place of InstanceType and InstanceCount, never beside them.
@@ -197,7 +209,7 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
     if tensorboard:
         request["TensorBoardOutputConfig"] = {"S3OutputPath": tensorboard, "LocalPath": TENSORBOARD_LOCAL_PATH}
     channels = [_file_system_channel(n, ch.file_system) if ch.file_system is not None else
-                _channel(n, str(ch.uri), ch.mode, ch.distribution) for n, ch in spec.inputs.items()]
+                _channel(n, str(ch.uri), ch.mode, ch.distribution, ch.instance_groups) for n, ch in spec.inputs.items()]
     if spec.model_uri is not None:
         # As SDK v2 adds model_uri's channel (sagemaker/job.py): after the inputs, files, the model content type.
         model = _channel(spec.model_channel, spec.model_uri, "File", None)

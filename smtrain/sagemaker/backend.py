@@ -76,17 +76,24 @@ def job_from_description(d: dict[str, Any], region: str) -> JobInfo:
     """JobInfo from a DescribeTrainingJob answer (or a ListTrainingJobs summary)."""
     name = d["TrainingJobName"]
     resources = d.get("ResourceConfig") or {}
+    # A heterogeneous cluster has no one type: its groups are told, and its instances counted together.
+    groups = [{"name": g.get("InstanceGroupName"), "instance_type": g.get("InstanceType"),
+               "count": g.get("InstanceCount")} for g in resources.get("InstanceGroups") or ()]
+    extra: dict[str, Any] = {"arn": d.get("TrainingJobArn")}
+    if groups:
+        extra["instance_groups"] = groups
     return JobInfo(
         name=name, backend="sagemaker", status=d["TrainingJobStatus"],
         secondary_status=d.get("SecondaryStatus"), created=d.get("CreationTime"),
         started=d.get("TrainingStartTime"), ended=d.get("TrainingEndTime"),
         # A fallback list (compute.prefer) has no InstanceType: SageMaker names the type it picked.
         instance_type=resources.get("SelectedInstanceType") or resources.get("InstanceType"),
-        instance_count=resources.get("SelectedInstanceCount") or resources.get("InstanceCount"),
+        instance_count=resources.get("SelectedInstanceCount") or resources.get("InstanceCount")
+        or (sum(g["count"] or 0 for g in groups) if groups else None),
         failure_reason=d.get("FailureReason"),
         model_artifacts=(d.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         console_url=console_url(region, name), logs_url=logs_url(region, name), region=region,
-        extra={"arn": d.get("TrainingJobArn")},
+        extra=extra,
         billable_seconds=d.get("BillableTimeInSeconds"), training_seconds=d.get("TrainingTimeInSeconds"),
         spot=d.get("EnableManagedSpotTraining"),
     )

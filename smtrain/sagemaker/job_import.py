@@ -81,10 +81,11 @@ def _channel(channel: dict[str, Any]) -> Any:
     if s3.get("S3DataType", "S3Prefix") != "S3Prefix":
         arguments["s3_data_type"] = s3["S3DataType"]
     for key, name in (("ContentType", "content_type"), ("CompressionType", "compression"),
-                      ("RecordWrapperType", "record_wrapping"), ("ShuffleConfig", "shuffle_config"),
-                      ("InstanceGroupNames", "instance_groups")):
+                      ("RecordWrapperType", "record_wrapping"), ("ShuffleConfig", "shuffle_config")):
         if channel.get(key) not in (None, "None"):
             arguments[name] = channel[key]
+    if s3.get("InstanceGroupNames"):
+        arguments["instance_groups"] = list(s3["InstanceGroupNames"])
     if s3.get("AttributeNames"):
         arguments["attribute_names"] = s3["AttributeNames"]
     return SdkObject("TrainingInput", arguments)
@@ -158,9 +159,13 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
     if algorithm.get("TrainingInputMode") not in (None, "File"):
         args["input_mode"] = algorithm["TrainingInputMode"]
     for key, name in (("VolumeKmsKeyId", "volume_kms_key"), ("KeepAlivePeriodInSeconds", "keep_alive_period_in_seconds"),
-                      ("TrainingPlanArn", "training_plan"), ("InstanceGroups", "instance_groups")):
+                      ("TrainingPlanArn", "training_plan")):
         if resources.get(key):
             args[name] = resources[key]
+    if resources.get("InstanceGroups"):  # as SDK v2's InstanceGroup objects give them
+        args["instance_groups"] = [SdkObject("InstanceGroup", {
+            "instance_group_name": g.get("InstanceGroupName"), "instance_type": g.get("InstanceType"),
+            "instance_count": g.get("InstanceCount")}) for g in resources["InstanceGroups"]]
     if d.get("EnableManagedSpotTraining"):
         args["use_spot_instances"] = True
         args["max_wait"] = stopping.get("MaxWaitTimeInSeconds")
@@ -239,7 +244,11 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
         distribution["mpi"] = mpi
     if hps.pop("sagemaker_distributed_dataparallel_enabled", False) is True:
         options = hps.pop("sagemaker_distributed_dataparallel_custom_mpi_options", "")
+        hps.pop("sagemaker_instance_type", None)  # the SDK's own, from the instance type (null for a cluster)
         distribution["smdistributed"] = {"dataparallel": {"enabled": True, "custom_mpi_options": options}}
+    groups = hps.pop("sagemaker_distribution_instance_groups", None)
+    if distribution and groups:
+        distribution["instance_groups"] = groups
     if distribution:
         args["distribution"] = distribution
     model_dir = hps.pop("model_dir", None)

@@ -134,15 +134,18 @@ class QuotaCheck:
     region: str
     fits: tuple[Fit, ...]  # one per choice, in the plan's order; none when quotas could not be read
     notes: tuple[str, ...] = ()  # what could not be checked, one line each
+    # A heterogeneous cluster's types, each needed at once (compute.instance_groups), not choices.
+    together: bool = False
 
     @property
     def refused(self) -> bool:
-        """Every choice is known not to fit: nothing may be sent."""
-        return bool(self.fits) and all(f.fits is False for f in self.fits)
+        """Every choice (a cluster: any of its types) is known not to fit: nothing may be sent."""
+        known_not = [f.fits is False for f in self.fits]
+        return bool(self.fits) and (any(known_not) if self.together else all(known_not))
 
     def lines(self) -> list[str]:
         lines = [f.line(self.region) for f in self.fits] + [f"note: {n}" for n in self.notes]
-        if len(self.fits) > 1 and not self.refused:
+        if len(self.fits) > 1 and not self.refused and not self.together:
             fitting = [f"{f.instance_type} x {f.count}" for f in self.fits if f.fits is not False]
             lines.append(f"quota: {len(fitting)} of {len(self.fits)} choices may run: {', '.join(fitting)}")
         return lines
@@ -155,7 +158,7 @@ class QuotaCheck:
         zero = any(f.quota is not None and f.quota.value == 0 for f in self.fits)
         lines.append("Ask for an increase" + (" (a quota of 0 is where a new account starts for most GPU types)"
                                               if zero else "") + ", in a terminal or in the console:")
-        for f in self.fits:
+        for f in (f for f in self.fits if f.fits is False):
             assert f.quota is not None  # a choice that does not fit has a quota
             lines += [f"  {increase_command(f.quota.code, f.needed, self.region)}",
                       f"  {console_url(f.quota.code, self.region)}"]
@@ -170,7 +173,13 @@ class QuotaCheck:
 
 
 def _wanted(plan: Plan) -> list[tuple[str, int]]:
-    """(instance type, count) of every choice the plan may run, in its order."""
+    """(instance type, count) of every choice the plan may run, in its order; a heterogeneous cluster's types,
+    each with its groups' instances together."""
+    if plan.instance_groups:
+        counts: dict[str, int] = {}
+        for group in plan.instance_groups:
+            counts[group.instance.name] = counts.get(group.instance.name, 0) + group.count
+        return list(counts.items())
     return [(choice.instance.name, choice.nodes) for choice in plan.choices]
 
 
@@ -268,4 +277,4 @@ def check_quotas(plan: Plan) -> QuotaCheck:
     for kind, count in wanted:
         in_use = None if running is None else tuple(r for r in running if r.instance_type == kind and r.spot == spot)
         fits.append(Fit(kind, count, spot, quotas.get(quota_name(kind, spot)), in_use))
-    return QuotaCheck(region, tuple(fits), tuple(notes))
+    return QuotaCheck(region, tuple(fits), tuple(notes), together=bool(plan.instance_groups))

@@ -6,6 +6,8 @@
     model.py        the pydantic models of the spec, --set overrides, load_spec(), cross-field rules
     capacity.py     compute.prefer's rules that need no catalog (not with spot, instance_type, nodes or a
                     job-level training plan; each type once)
+    instance_groups.py  compute.instance_groups' rules (a heterogeneous cluster: your own script, unwrapped;
+                    horovod/smddp on one named group) and the group names channels and distribution give
     fields.py       the value types of the fields (whole numbers, finite numbers, flags, sizes, durations,
                     checked text) and the JSON Schema part each one brings
     patterns.py     the text patterns (names, ARNs, regions, URIs, image references), matched whole

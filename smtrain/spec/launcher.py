@@ -33,6 +33,7 @@ SDK_OBJECTS = {
     "FileSystemInput": ("file_system_id", "file_system_type", "directory_path", "file_system_access_mode",
                         "content_type"),
     "TensorBoardOutputConfig": ("s3_output_path", "container_local_output_path"),
+    "InstanceGroup": ("instance_group_name", "instance_type", "instance_count"),
 }
 _MAX_DEPTH = 20  # names that lead to names: a chain this long is a loop or generated code
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {

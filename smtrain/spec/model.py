@@ -45,6 +45,7 @@ from smtrain.spec.fields import (
     tag_text,
     whole,
 )
+from smtrain.spec.instance_groups import instance_group_problems
 from smtrain.spec.notebook import NotebookError, is_notebook, notebook_script
 from smtrain.spec.problems import Path_, Problem, SpecError, brief
 from smtrain.spec.spec_file import read_spec_text
@@ -108,6 +109,17 @@ class PreferSpec(_Model):
         None, description="a training plan reserving this type (the preference's TrainingPlanArns)")
 
 
+InstanceGroupName = checked("an instance group name", patterns.INSTANCE_GROUP, "1-64 characters on one line")
+
+
+class InstanceGroupSpec(_Model):
+    """One group of a heterogeneous cluster (ResourceConfig.InstanceGroups): its name, type and count."""
+
+    name: InstanceGroupName = Field(description="the group's name: SM_CURRENT_INSTANCE_GROUP on its hosts")
+    instance_type: Line = Field(description="an ml.* instance type of the catalog")
+    count: whole(1, 100) = Field(1, description="instances of this type")
+
+
 class ComputeSpec(_Model):
     instance_type: Line = Field("auto", description='"auto" or an ml.* instance type')
     gpu: Line | None = Field(None, description="for auto: GPU model wanted (A100, H100, V100, T4, A10G, L4, L40S, ...)")
@@ -125,6 +137,10 @@ class ComputeSpec(_Model):
     prefer: tuple[PreferSpec, ...] | None = Field(
         None, description="ordered fallback list of {instance_type, count}: SageMaker runs the first with "
         "capacity (InstancePreferences); instead of instance_type and nodes, not with spot")
+    instance_groups: tuple[InstanceGroupSpec, ...] | None = Field(
+        None, description="a heterogeneous cluster: up to 5 {name, instance_type, count} (ResourceConfig."
+        "InstanceGroups), instead of instance_type and nodes; your own script runs on every host and reads "
+        "SM_CURRENT_INSTANCE_GROUP (SDK v2's instance_groups)")
     training_plan: TrainingPlan | None = Field(None, description="ResourceConfig.TrainingPlanArn: reserved capacity")
     max_pending: duration(1800, 2419200) | None = Field(
         None, description="MaxPendingTimeInSeconds: how long the job may wait for capacity (30m to 28d)")
@@ -152,6 +168,9 @@ class DistributionSpec(_Model):
     strategy: Literal[STRATEGIES] = "auto"  # type: ignore[valid-type]
     processes_per_host: ProcessesPerHost = Field("auto", description="horovod/smddp: default = GPUs per node")
     mpi_options: Line = Field("", description="extra mpirun options (horovod/smddp)")
+    instance_groups: tuple[InstanceGroupName, ...] | None = Field(
+        None, description="horovod/smddp on a heterogeneous cluster: the one group of compute.instance_groups "
+        "mpirun spans (SDK v2's distribution instance_groups); the other groups run the script once per host")
 
 
 class TrainingSpec(_Model):
@@ -200,6 +219,9 @@ class ChannelSpec(_Model):
         "needs network.subnets and security_groups")
     mode: Literal["File", "FastFile", "Pipe"] | None = None
     distribution: Literal["FullyReplicated", "ShardedByS3Key"] | None = None
+    instance_groups: tuple[InstanceGroupName, ...] | None = Field(
+        None, description="with compute.instance_groups: the groups whose hosts get this channel "
+        "(S3DataSource.InstanceGroupNames); default: every host")
 
 
 class GitSpec(_Model):
@@ -459,6 +481,7 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
             out.append(loaded.problem(("hyperparameters", key), f"'{key}' is a training field: set training.{key}"))
     out += _wrap_problems(loaded)
     out += capacity_problems(spec.compute, loaded.problem)
+    out += instance_group_problems(spec, loaded.problem)
     out += tuning_problems(loaded)
     if code.source_dir is not None:
         src = loaded.path(code.source_dir)

@@ -66,6 +66,8 @@ REGION = Pattern(r"[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9]")
 S3_URI = Pattern(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](?:/[^\x00-\x1f\x7f]*)?")
 # "." and ".." would name the channel's own directory or its parent on a host.
 CHANNEL = Pattern(r"(?!\.\.?$)[A-Za-z0-9._-]{1,64}")
+# InstanceGroupName: the service model's ".+" of 1-64 characters; one line here, as it becomes a hyperparameter.
+INSTANCE_GROUP = Pattern(r"[^\x00-\x1f\x7f]+", max_length=64)
 ENV_NAME = Pattern(r"[A-Za-z_][A-Za-z0-9_]{0,511}")
 FILE_SYSTEM_ID = Pattern(r"fs-[0-9a-f]{8,18}")  # FileSystemDataSource.FileSystemId: 11-21 characters
 ABSOLUTE_PATH = Pattern(r"/[^\x00-\x1f\x7f]*", max_length=4096)  # a directory in a file system or the container

@@ -41,8 +41,6 @@ SMTRAIN_OWN = {
 }
 # Arguments smtrain has no spec field for yet: the import names them (issue tracker: "every estimator argument").
 NO_FIELD_YET = {
-    "instance_groups": "heterogeneous clusters have no spec field: smtrain plans one instance type per job (its "
-                       "strategy, replicas and batch are worked out for identical hosts)",
     "training_repository_access_mode": "a private image registry has no spec field yet",
     "training_repository_credentials_provider_arn": "a private image registry has no spec field yet",
     "container_entry_point": "smtrain runs the TensorFlow image's own entry point",
@@ -57,7 +55,7 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "encrypt_inter_container_traffic", "environment", "hyperparameters", "tags", "framework_version",
           "py_version", "image_uri", "distribution", "tensorboard_output_config", "base_job_name", "input_mode",
           "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
-          "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name")
+          "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name", "instance_groups")
 # What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
 JOB_ONLY = ("model_package_config", "smtrain_settings", "max_pending", "unread_fields")
 
@@ -241,9 +239,26 @@ class _Mapping:
             del self.data["compute"]["max_wait"]
             self.note(self.launcher.arguments["max_wait"], "max_wait", "left out: without use_spot_instances "
                       "the SDK does not send it either")
-        if "instance_type" not in self.data.get("compute", {}):
+        self._groups()
+        if not {"instance_type", "instance_groups"} & set(self.data.get("compute", {})):
             self.note(self.launcher.arguments.get("instance_type"), "instance_type",
                       "not known: compute.instance_type is auto (smtrain picks the cheapest GPU instance that fits)")
+
+    def _groups(self) -> None:
+        """instance_groups' InstanceGroup objects as compute.instance_groups; all of them or none."""
+        groups = self.known("instance_groups", list)
+        if not groups:
+            return
+        out = []
+        for group in groups:
+            given = group.arguments if isinstance(group, SdkObject) and group.kind == "InstanceGroup" else {}
+            name, kind, count = (given.get(k) for k in ("instance_group_name", "instance_type", "instance_count"))
+            if not (isinstance(name, str) and isinstance(kind, str) and isinstance(count, int)):
+                self.note(self.launcher.arguments["instance_groups"], "instance_groups",
+                          f"not imported: {group!r} is not an InstanceGroup(name, type, count) written out")
+                return
+            out.append({"name": name, "instance_type": kind, "count": count})
+        self.put("compute.instance_groups", out)
 
     def _distribution(self) -> None:
         arg = self.launcher.arguments.get("distribution")
@@ -265,7 +280,17 @@ class _Mapping:
                 # Unset, the SDK sends no processes_per_host and the container starts one per host.
                 options["processes_per_host"] = mpi.get("processes_per_host", 1)
                 options["mpi_options"] = mpi.get("custom_mpi_options", "")
-            known_keys = {"multi_worker_mirrored_strategy", "parameter_server", "mpi", "smdistributed"}
+            groups = given.get("instance_groups")
+            if isinstance(groups, list) and groups:
+                # The InstanceGroup objects (a launcher) or their names (a described job).
+                names = [g.arguments.get("instance_group_name") if isinstance(g, SdkObject) else g for g in groups]
+                if all(isinstance(n, str) for n in names):
+                    options["instance_groups"] = names
+                else:
+                    self.note(arg, "distribution.instance_groups", f"not imported: {groups!r} holds a group "
+                              "not written out")
+            known_keys = {"multi_worker_mirrored_strategy", "parameter_server", "mpi", "smdistributed",
+                          "instance_groups"}
             for key in given:
                 if key not in known_keys:
                     self.note(arg, f"distribution.{key}", "not imported: not a strategy of SDK v2's TensorFlow "
@@ -401,6 +426,11 @@ class _Mapping:
         distribution = own.pop("distribution", None)
         if distribution not in (None, "FullyReplicated"):
             out["distribution"] = distribution
+        groups = own.pop("instance_groups", None)
+        if isinstance(groups, list) and groups and all(isinstance(g, str) for g in groups):
+            out["instance_groups"] = groups
+        elif groups:
+            self.note(arg, f"{where}.instance_groups", f"not imported: {groups!r} is not a list of group names")
         for key, value in own.items():
             if value is not None and not (key == "s3_data_type" and value == "S3Prefix"):
                 self.note(arg, f"{where}.{key}", f"not imported: channel option {key}={value!r} has no spec field")

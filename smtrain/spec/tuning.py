@@ -118,9 +118,9 @@ class TuningSpec(_Model):
 
 
 DEFAULT_MAX_JOBS = 10
-# compute fields smtrain renders into a training job only (InstancePreferences, TrainingPlanArn,
+# compute fields smtrain renders into a training job only (InstancePreferences, InstanceGroups, TrainingPlanArn,
 # MaxPendingTimeInSeconds): a tuning job's trials would silently lack them, so they are refused there.
-_NOT_FOR_TUNING = ("prefer", "training_plan", "max_pending", "remote_debug", "infra_check")
+_NOT_FOR_TUNING = ("prefer", "training_plan", "max_pending", "remote_debug", "infra_check", "instance_groups")
 # The same for the spec's own fields a trial's definition (HyperParameterTrainingJobDefinition) has no place for.
 _NOT_FOR_TUNING_SPEC = ("model_package", "session_tag_chaining")
 

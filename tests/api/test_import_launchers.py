@@ -129,6 +129,15 @@ def test_each_strategy(name, tmp_path):
     assert_imports_as_the_sdk_runs(name, tmp_path)
 
 
+def test_a_heterogeneous_cluster(tmp_path):
+    result = assert_imports_as_the_sdk_runs("hetero_launcher.py", tmp_path)
+    text = result.spec_file.read_text()
+    assert "  instance_groups:\n  - name: data_group\n    instance_type: ml.c5.18xlarge\n    count: 2\n" in text
+    assert "  instance_groups:\n  - dnn_group\n" in text, text
+    assert result.notes == ("hetero_launcher.py:13: role: sagemaker.get_execution_role(): the notebook's or instance's "
+                            "role, looked up when the launcher runs: the spec reads ${SMTRAIN_ROLE}",)
+
+
 def test_spot_with_checkpoints_and_training_inputs(tmp_path):
     result = assert_imports_as_the_sdk_runs("spot_launcher.py", tmp_path)
     assert "checkpoint_local_path: /opt/ml/checkpoints/spot\n" in result.spec_file.read_text()

@@ -151,6 +151,25 @@ VARIED: dict[str, dict[str, Any]] = {
                               "model_package": {
                                   "group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
                                   "source": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/3"}},
+    # Heterogeneous clusters as SageMaker's examples write them: a CPU group feeding a GPU group, horovod or
+    # smddp on the GPU group, a channel for one group only; and groups with no strategy at all.
+    "instance_groups_horovod": {"tensorflow": {"version": "2.12"},
+                                "compute": {"instance_groups": [
+                                    {"name": "data_group", "instance_type": "ml.c5.18xlarge", "count": 2},
+                                    {"name": "dnn_group", "instance_type": "ml.g5.12xlarge", "count": 2}]},
+                                "code": {"source_dir": "src", "entry_point": "train.py"},
+                                "distribution": {"strategy": "horovod", "instance_groups": ["dnn_group"]},
+                                "inputs": {"train": {"uri": "s3://my-bucket/train", "instance_groups": ["data_group"]},
+                                           "all": "s3://my-bucket/all"}},
+    "instance_groups_smddp": {"tensorflow": {"version": "2.11"},
+                              "compute": {"instance_groups": [
+                                  {"name": "dnn", "instance_type": "ml.p4d.24xlarge", "count": 2}]},
+                              "code": {"source_dir": "src", "entry_point": "train.py"},
+                              "distribution": {"strategy": "smddp"}},
+    "instance_groups_none": {"compute": {"instance_groups": [
+                                 {"name": "cpu", "instance_type": "ml.c5.xlarge"},
+                                 {"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 3}]},
+                             "code": {"source_dir": "src", "entry_point": "train.py"}},
     "other_region": {"region": "eu-central-1", "compute": {"instance_type": "ml.g5.xlarge"},
                      "tensorflow": {"version": "2.19"}},
 }
@@ -214,6 +233,11 @@ def test_smtrain_renders_varied_specs_as_the_sdk_does(name, tmp_path):
                 "ModelPackageGroupArn": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
                 "SourceModelPackageArn": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/3"}}
         assert ours["OutputDataConfig"]["CompressionType"] == "NONE"
+    if name.startswith("instance_groups"):
+        assert "InstanceType" not in ours["ResourceConfig"] and ours["ResourceConfig"]["InstanceGroups"]
+    if name == "instance_groups_horovod":
+        assert json.loads(ours["HyperParameters"]["sagemaker_distribution_instance_groups"]) == ["dnn_group"]
+        assert ours["InputDataConfig"][0]["DataSource"]["S3DataSource"]["InstanceGroupNames"] == ["data_group"]
     if name == "keys_retries_plan":
         assert ours["RetryStrategy"] == {"MaximumRetryAttempts": 3}
         assert {"VolumeKmsKeyId", "TrainingPlanArn"} <= set(ours["ResourceConfig"])

@@ -213,6 +213,29 @@ def test_request_paths_map_back_to_spec_fields(tmp_path):
     assert {path: spec_field(path, request, plan.spec) for path in cases} == cases
 
 
+def test_a_cluster_s_request_paths_map_back_to_its_groups(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print(1)\n")
+    plan = build_plan(load_spec(write_spec(tmp_path, {
+        "tensorflow": {"version": "2.12"}, "code": {"source_dir": "src", "entry_point": "train.py"},
+        "compute": {"instance_groups": [{"name": "cpu", "instance_type": "ml.c5.xlarge"},
+                                        {"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 2}]},
+        "distribution": {"strategy": "horovod", "instance_groups": ["gpu"]},
+        "inputs": {"train": {"uri": "s3://bucket/t", "instance_groups": ["cpu"]}}}), env={}), CATALOG)
+    request = preview_request(plan)
+    cases = {
+        ("ResourceConfig", "InstanceGroups"): ("compute", "instance_groups"),
+        ("ResourceConfig", "InstanceGroups", 1): ("compute", "instance_groups", 1),
+        ("ResourceConfig", "InstanceGroups", 1, "InstanceGroupName"): ("compute", "instance_groups", 1, "name"),
+        ("ResourceConfig", "InstanceGroups", 0, "InstanceType"): ("compute", "instance_groups", 0, "instance_type"),
+        ("ResourceConfig", "InstanceGroups", 0, "InstanceCount"): ("compute", "instance_groups", 0, "count"),
+        ("InputDataConfig", 0, "DataSource", "S3DataSource", "InstanceGroupNames", 0): ("inputs", "train",
+                                                                                        "instance_groups"),
+        ("HyperParameters", "sagemaker_distribution_instance_groups"): ("distribution", "instance_groups"),
+    }
+    assert {path: spec_field(path, request, plan.spec) for path in cases} == cases
+
+
 def test_too_many_hyperparameters_say_how_many_smtrain_adds(tmp_path):
     # 101 of the spec's, the bundled entrypoint's 11 training fields, the contract's 6 (sagemaker_program,
     # sagemaker_submit_directory, sagemaker_container_log_level, sagemaker_job_name, sagemaker_region, model_dir).

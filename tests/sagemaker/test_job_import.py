@@ -40,7 +40,8 @@ def described_request(server: moto_server.MotoServer, name: str) -> dict[str, An
 
 @pytest.mark.parametrize(("launcher", "left_out"), [("spot_launcher.py", ["profiler_config"]),
                                                    ("vpc_tags_launcher.py",
-                                                    ["input_mode", "profiler_config", "debugger_hook_config"])])
+                                                    ["input_mode", "profiler_config", "debugger_hook_config"]),
+                                                   ("hetero_launcher.py", ["profiler_config", "debugger_hook_config"])])
 def test_a_job_the_sdk_submitted_imports_into_a_spec_that_sends_it_again(launcher, left_out, aws, tmp_path):
     launcher_oracle.script_request(LAUNCHERS / launcher, endpoint=aws.url)
     (name,) = aws.jobs()

@@ -4,6 +4,7 @@ MotoServer.set_billing). Commands run in this process (click's runner): the real
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ G5 = "ml.g5.xlarge for training job usage"
 G5_SPOT = "ml.g5.xlarge for spot training job usage"
 P4D = "ml.p4d.24xlarge for training job usage"
 COST_KEYS = {"billable_seconds", "training_seconds", "instance_type", "instance_count", "spot", "price_per_hour",
-             "price_region", "price_note", "usd", "on_demand_usd", "spot_saving_usd", "spot_saving_percent"}
+             "price_region", "price_note", "usd", "on_demand_usd", "spot_saving_usd", "spot_saving_percent", "cluster"}
 
 
 def _price(instance_type: str) -> float:
@@ -101,6 +102,57 @@ def test_spot_uses_the_spot_quota(aws, tmp_path):
     assert result.code == 5, result.output
     assert f'"{G5_SPOT}" is 0' in result.stderr and f'"{G5}"' not in result.stderr
     _nothing_sent(aws)
+
+
+def test_a_heterogeneous_cluster_needs_every_group_s_type_to_fit(aws, tmp_path):
+    c5, g5_12 = "ml.c5.18xlarge for training job usage", "ml.g5.12xlarge for training job usage"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("import os\nprint(os.environ['SM_CURRENT_INSTANCE_GROUP'])\n")
+    spec = live_spec(tmp_path, {"compute": {"instance_type": None, "instance_groups": [
+        {"name": "data", "instance_type": "ml.c5.18xlarge", "count": 2},
+        {"name": "gpus", "instance_type": "ml.g5.12xlarge", "count": 1},
+        {"name": "more_data", "instance_type": "ml.c5.18xlarge", "count": 1}]},
+        "code": {"source_dir": "src", "entry_point": "train.py"},
+        "inputs": {"train": {"uri": f"s3://{BUCKET}/train", "instance_groups": ["data", "more_data"]}}})
+    text = spec.read_text().replace("  instance_type: null\n", "")
+    spec.write_text(text)
+    aws.client("sagemaker").create_training_job(  # a running cluster of another tool's holds one c5
+        TrainingJobName="busy-hetero", RoleArn=ROLE, OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/out"},
+        AlgorithmSpecification={"TrainingImage": "123.dkr.ecr.us-east-1.amazonaws.com/tf:2.19",
+                                "TrainingInputMode": "File"},
+        ResourceConfig={"VolumeSizeInGB": 30, "InstanceGroups": [
+            {"InstanceGroupName": "a", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 1}]},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600})
+    aws.set_status("busy-hetero", "InProgress")
+    aws.control.quotas.set(c5, 3)  # 1 in use by the running cluster, 3 wanted (both c5 groups)
+    aws.control.quotas.set(g5_12, 5)  # the GPU group fits: one type short refuses the whole job
+    result = _submit(aws, tmp_path, spec)
+    assert result.code == 5, result.output
+    assert f'"{c5}" is 3 in us-east-1' in result.stderr and "1 in use (busy-hetero: 1); 3 wanted" in result.stderr
+    assert f"--quota-code {quota_code(c5)} --desired-value 4" in result.stderr
+    assert f"--quota-code {quota_code(g5_12)}" not in result.stderr  # it fits: no increase asked for it
+    _nothing_sent(aws)
+
+    aws.control.quotas.set(c5, 4)
+    result = _submit(aws, tmp_path, spec)
+    assert result.code == 0, result.output
+    [received] = [r for r in aws.control.create_requests if r["TrainingJobName"] == "quota-job"]
+    assert received["ResourceConfig"]["InstanceGroups"] == [
+        {"InstanceGroupName": "data", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 2},
+        {"InstanceGroupName": "gpus", "InstanceType": "ml.g5.12xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "more_data", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 1}]
+    assert received["InputDataConfig"][0]["DataSource"]["S3DataSource"]["InstanceGroupNames"] == ["data", "more_data"]
+    status = run("status", "quota-job", env=aws.env(tmp_path), home=tmp_path)
+    assert status.code == 0, status.output
+    assert "instances  data: 2 x ml.c5.18xlarge, gpus: 1 x ml.g5.12xlarge, more_data: 1 x ml.c5.18xlarge" in \
+        status.stdout, status.stdout
+    # Ended, every instance billed the same seconds at its own type's price: a price smtrain knows for each.
+    aws.set_status("quota-job", "Completed")
+    aws.set_billing("quota-job", billable=3600, training=3600)
+    status = run("status", "quota-job", "-o", "json", env=aws.env(tmp_path), home=tmp_path)
+    cost = json.loads(status.stdout)["cost"]
+    assert cost["usd"] is None and cost["price_note"] == "ml.c5.18xlarge not in the catalog: no price (add it with " \
+        "--catalog)" and cost["cluster"] is True, cost
 
 
 def test_access_denied_is_one_line_and_the_submit_goes_on(aws, tmp_path):
@@ -318,6 +370,20 @@ def test_job_cost_when_the_type_has_no_price_or_the_region_another_price():
     cost = job_cost(far, catalog)
     if cost.price_region != "ap-east-2":  # the catalog has no price there: another region's, and it says so
         assert cost.price_note and "ap-east-2 unknown" in cost.price_note
+
+
+def test_a_cluster_s_cost_is_each_group_s_instances_at_their_own_price():
+    groups = [{"name": "small", "instance_type": "ml.g5.xlarge", "count": 3},
+              {"name": "big", "instance_type": "ml.p4d.24xlarge", "count": 1}]
+    job = JobInfo(name="j", backend="sagemaker", status="Completed", instance_count=4, region="us-east-1",
+                  billable_seconds=1800, training_seconds=1800, spot=False, extra={"instance_groups": groups})
+    job = dataclasses.replace(job, cost=job_cost(job, load_catalog()))
+    assert job.cost is not None
+    wanted = round(0.5 * (3 * _price("ml.g5.xlarge") + _price("ml.p4d.24xlarge")), 4)
+    assert (job.cost.usd, job.cost.instance_count, job.cost.cluster) == (wanted, 1, True)
+    assert cost_rows(job)[1] == ("cost", f"${wanted:,.2f} = billable time x small: 3 x ml.g5.xlarge, big: 1 x "
+                                         f"ml.p4d.24xlarge at ${job.cost.price_per_hour:,.2f}/h on demand in us-east-1"
+                                         + (f" ({job.cost.price_note})" if job.cost.price_note else ""))
 
 
 def test_a_local_job_is_no_charge():

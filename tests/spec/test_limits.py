@@ -121,6 +121,42 @@ def test_a_metric_name_is_at_most_64_characters(tmp_path: Path) -> None:
     assert len(out) == 1 and "metrics[0]" in out[0], out
 
 
+def _cluster(groups: list[dict[str, Any]], named: list[str] | None = None) -> dict[str, Any]:
+    """A heterogeneous cluster running an own script (src/train.py, made by the test), horovod on `named`."""
+    out: dict[str, Any] = {"compute": {"instance_groups": groups}, "code": {"source_dir": "src", "entry_point": "train.py"}}
+    if named is not None:
+        out["distribution"] = {"strategy": "horovod", "instance_groups": named}
+        out["tensorflow"] = {"version": "2.12"}
+    return out
+
+
+def test_an_instance_group_s_count_is_1_to_100_its_name_1_to_64_characters_and_a_job_has_1_to_5(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('train')\n")
+
+    def group(name: str = "g", count: int = 1) -> dict[str, Any]:
+        return {"name": name, "instance_type": "ml.g5.xlarge", "count": count}
+
+    assert _problems(tmp_path, _cluster([group(count=1)])) == []
+    assert _problems(tmp_path, _cluster([group(count=100)])) == []
+    for count in (0, 101):
+        out = _problems(tmp_path, _cluster([group(count=count)]))
+        assert len(out) == 1 and "compute.instance_groups[0].count" in out[0], out
+    assert _problems(tmp_path, _cluster([group("n" * 64)], ["n" * 64])) == []
+    out = _problems(tmp_path, _cluster([group("n" * 65)]))
+    assert len(out) == 1 and "compute.instance_groups[0].name" in out[0], out
+    out = _problems(tmp_path, _cluster([group("n")], ["n" * 65]))
+    assert len(out) == 1 and "distribution.instance_groups[0]" in out[0], out
+    out = _problems(tmp_path, _cluster([group("")]))
+    assert len(out) == 1 and "compute.instance_groups[0].name" in out[0], out
+    assert _problems(tmp_path, _cluster([group(f"g{i}") for i in range(5)])) == []
+    out = _problems(tmp_path, _cluster([group(f"g{i}") for i in range(6)]))
+    assert len(out) == 1 and out[0].endswith(":11:3: compute.instance_groups: SageMaker takes at most 5 instance "
+                                             "groups, not 6"), out
+    out = _problems(tmp_path, _cluster([]))
+    assert len(out) == 1 and "instance_groups needs at least one" in out[0], out
+
+
 def test_a_preference_s_count_is_1_to_100_and_its_plan_at_most_2048_characters(tmp_path: Path) -> None:
     def prefer(count: int, **more: str) -> dict[str, Any]:
         return {"compute": {"prefer": [{"instance_type": "ml.p4d.24xlarge", "count": count, **more}]}}
@@ -183,7 +219,9 @@ def _bounded_fields(schema: dict[str, Any]) -> set[str]:
 
 
 def test_every_bounded_field_of_the_schema_is_tested_here() -> None:
-    tested = set(NUMBERS) | set(LENGTHS) | {"metrics[]", "compute.prefer[].count", "compute.prefer[].training_plan"}
+    tested = set(NUMBERS) | set(LENGTHS) | {"metrics[]", "compute.prefer[].count", "compute.prefer[].training_plan",
+                                            "compute.instance_groups[].count", "compute.instance_groups[].name",
+                                            "distribution.instance_groups[]"}
     assert _bounded_fields(json_schema()) == tested
 
 

@@ -55,7 +55,7 @@ DEFAULT_ENTRY_POINT = "smtrain_entry.py"
 
 _INPUT_MODES = ("File", "FastFile", "Pipe")
 _INPUT_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
-_INPUT_KEYS = frozenset({"uri", "mode", "distribution", "file_system"})
+_INPUT_KEYS = frozenset({"uri", "mode", "distribution", "file_system", "instance_groups"})
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,9 @@ class EstimatorSpec:
     enable_session_tag_chaining: bool = False
     model_uri: str | None = None
     model_channel_name: str = "model"
+    # A heterogeneous cluster: (name, instance type, count) per group, in place of instance_type and
+    # instance_count (both None then); `distribution`'s "instance_groups" holds group names.
+    instance_groups: tuple[tuple[str, str, int], ...] | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,6 +400,7 @@ def training_inputs(spec: EstimatorSpec) -> dict[str, TrainingInput] | None:
             s3_data=cfg["uri"],
             input_mode=cfg.get("mode"),
             distribution=cfg.get("distribution"),  # None -> the SDK's FullyReplicated
+            instance_groups=list(cfg["instance_groups"]) if cfg.get("instance_groups") else None,
         )
         for channel, cfg in spec.inputs.items()
     }
@@ -473,6 +477,14 @@ def build_estimator(spec: EstimatorSpec, session: sagemaker.Session) -> TensorFl
     if spec.model_uri:
         kwargs["model_uri"] = spec.model_uri
         kwargs["model_channel_name"] = spec.model_channel_name
+    if spec.instance_groups:
+        from sagemaker.instance_group import InstanceGroup
+
+        groups = {name: InstanceGroup(name, kind, count) for name, kind, count in spec.instance_groups}
+        kwargs["instance_groups"] = list(groups.values())
+        if kwargs["distribution"] and "instance_groups" in kwargs["distribution"]:
+            # SDK v2 takes the InstanceGroup objects themselves there, and sends their names.
+            kwargs["distribution"]["instance_groups"] = [groups[n] for n in kwargs["distribution"]["instance_groups"]]
 
     try:
         with _default_boto_session(session.boto_session):
@@ -575,8 +587,8 @@ def estimator_spec(request: Request) -> Any:
         role=spec.role,
         entry_point=plan.entry_point,
         source_dir=request.source_uri,
-        instance_type=plan.instance.name,
-        instance_count=plan.nodes,
+        instance_type=None if c.instance_groups else plan.instance.name,
+        instance_count=None if c.instance_groups else plan.nodes,
         framework_version=plan.framework_version,
         py_version=plan.py_version,
         # The SDK picks the image of a version it knows: that pick is what smtrain's own is compared with.
@@ -599,7 +611,8 @@ def estimator_spec(request: Request) -> Any:
         environment=dict(plan.environment),  # the spec's, then smtrain's SMTRAIN_* variables
         tags=dict(spec.tags),
         metric_definitions=metric_definitions(plan.metrics),
-        inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution, "file_system": None if
+        inputs={name: {"uri": ch.uri, "mode": ch.mode, "distribution": ch.distribution,
+                       "instance_groups": ch.instance_groups, "file_system": None if
                        ch.file_system is None else {
                            "file_system_id": ch.file_system.id, "file_system_type": ch.file_system.type,
                            "directory_path": ch.file_system.directory,
@@ -617,6 +630,8 @@ def estimator_spec(request: Request) -> Any:
         enable_session_tag_chaining=spec.session_tag_chaining,
         model_uri=spec.model_uri,
         model_channel_name=spec.model_channel,
+        instance_groups=tuple((g.name, g.instance_type, g.count) for g in c.instance_groups)
+        if c.instance_groups else None,
     )
 
 
