@@ -21,6 +21,8 @@
     metrics_command.py  `smtrain metrics JOB`, and the metrics summary that ends `submit --wait` / `--local`
     metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and that summary
     metrics_plot.py  `metrics --plot`: loss and accuracy charts in the terminal (plotext, imported only there)
+    system_usage.py  `metrics --system`: each host's CPU, memory, GPU and disk use (table, CSV, chart), and the
+                     utilization line `status` and `wait` end with
     tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code
     check_command.py  `smtrain check SPEC`: the first steps on one device and in the planned layout compared (exit
                  0 equivalent, 1 not, 2 bad input); its options, which `submit --check` shares

@@ -268,7 +268,7 @@ def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, ti
     job, timed_out = steps.follow_job(backend, submitted.job_name, logs=logs, timeout=timeout,
                              output=output, region=submitted.region_flag)
     data.update(status=job.status, job=job.to_dict())
-    steps.finish(job, timed_out, output, data, metrics_of=backend)
+    steps.finish(job, timed_out, output, data, metrics_of=backend, usage_of=backend)
 
 
 @main.command()
@@ -277,7 +277,8 @@ def _report_submitted(submitted: Any, output: str, *, wait: bool, logs: bool, ti
 @output_option("text", "json", "yaml")
 @guard
 def status(job: str, region: str | None, output: str) -> None:
-    """Show a job: status, times, instances, failure reason, model and console URLs.
+    """Show a job: status, times, instances, failure reason, model and console URLs; a SageMaker job that started
+    ends with its hosts' GPU use (`metrics JOB --system` shows it over time).
 
     A tuning job's name shows its trials and the best one. Exits 1 if the job Failed, 3 if it was
     Stopped, 0 otherwise.
@@ -285,12 +286,17 @@ def status(job: str, region: str | None, output: str) -> None:
     from smtrain.api.backends import backend_for_job
     from smtrain.api.listing import priced
     from smtrain.cli.render import dump, job_text
+    from smtrain.cli.system_usage import usage_line
 
-    info = priced(backend_for_job(job, region).describe(job), steps.catalog(click.get_current_context()))
+    backend, catalog = backend_for_job(job, region), steps.catalog(click.get_current_context())
+    info = priced(backend.describe(job), catalog)
     if output != "text":
         dump(info.to_dict(), output)
     else:
         click.echo(job_text(info))
+        line = usage_line(backend, info, catalog)  # the hosts' GPU use, once SageMaker has published it
+        if line:
+            click.echo(line)
     click.get_current_context().exit(exit_code_for(info))
 
 
@@ -382,9 +388,9 @@ def wait(job: str, timeout: str | None, region: str | None, output: str) -> None
     from smtrain.api.backends import backend_for_job
 
     seconds = steps.parse_timeout(timeout)
-    info, timed_out = steps.follow_job(backend_for_job(job, region), job, logs=False, timeout=seconds, output=output,
-                              region=region)
-    steps.finish(info, timed_out, output)
+    backend = backend_for_job(job, region)
+    info, timed_out = steps.follow_job(backend, job, logs=False, timeout=seconds, output=output, region=region)
+    steps.finish(info, timed_out, output, usage_of=backend)
 
 
 @main.command()

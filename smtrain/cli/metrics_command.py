@@ -65,6 +65,30 @@ def _show(metrics: JobMetrics, output: str, plot: bool) -> None:
         _plot(metrics)
 
 
+def _show_system(backend: Backend, job: str, output: str, plot: bool) -> None:
+    from smtrain.cli import steps, system_usage
+    from smtrain.cli.render import dump
+
+    usage = system_usage.read(backend, backend.describe(job), steps.catalog(click.get_current_context()))
+    if output in ("json", "yaml"):
+        dump(usage.to_dict(), output)
+        return
+    for note in usage.notes:
+        click.echo(f"note: {note}", err=True)
+    if usage.empty:
+        return
+    if output == "csv":
+        for line in system_usage.csv_lines(usage):
+            click.echo(line)
+        return
+    click.echo(system_usage.table_text(usage))
+    if plot:
+        width = min(shutil.get_terminal_size((100, 24)).columns, PLOT_MAX_WIDTH)
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        text = system_usage.plot_text(usage, width, PLOT_HEIGHT, color=color)
+        click.echo(text if text is not None else f"nothing to plot: no host of {job} reported GPU use", err=text is None)
+
+
 def _source(metrics: JobMetrics) -> str:
     return "CloudWatch" if metrics.source == "cloudwatch" else "its log"
 
@@ -113,14 +137,21 @@ def follow_metrics(backend: Backend, job: str, host: str | None, output: str,
                                                    "with the job's code (1 Failed, 3 Stopped).")
 @click.option("--host", metavar="algo-N", help="The host whose series to show. [default: algo-1, the chief]")
 @click.option("--plot", is_flag=True, help="Draw loss and accuracy per epoch in the terminal, after the table.")
+@click.option("--system", is_flag=True, help="Each host's CPU, memory, GPU, GPU memory and disk use over the run "
+                                             "(SageMaker's instance metrics in CloudWatch), and what the GPU figure "
+                                             "says; --plot draws GPU use per host.")
 @region_option
 @click.option("--output", "-o", "output", type=click.Choice(["text", "json", "yaml", "csv"]), default="text",
               show_default=True,
               help="Output format (with --follow, json is one object per epoch per line, yaml one list item).")
 @guard
-def metrics(job: str, follow: bool, host: str | None, plot: bool, region: str | None, output: str) -> None:
+def metrics(job: str, follow: bool, host: str | None, plot: bool, system: bool, region: str | None,
+            output: str) -> None:
     """Show a job's metrics per epoch: the values its MetricDefinitions read (loss, accuracy, val_..., learning
     rate), from CloudWatch for a SageMaker job and from the host's log for a local one.
+
+    With --system: each host's CPU, memory, GPU, GPU memory and disk use over the run (SageMaker's instance
+    metrics), and what the GPU figure says.
 
     Exits 0 once shown (a job with no metrics yet says so), 4 for an unknown job; with --follow, the job's
     code once it ends (0 Completed, 1 Failed, 3 Stopped).
@@ -131,7 +162,12 @@ def metrics(job: str, follow: bool, host: str | None, plot: bool, region: str | 
 
     if plot and (output != "text" or follow):
         raise click.UsageError("--plot draws in text output, after the whole table: not with -o json/csv or --follow")
+    if system and (follow or host):
+        raise click.UsageError("--system shows every host over the whole run: not with --follow or --host")
     backend = backend_for_job(job, region)
+    if system:
+        _show_system(backend, job, output, plot)
+        return
     if follow:
         with reattach_on_interrupt(job, reattach_command("metrics", job, "--follow", region=region)):
             info = follow_metrics(backend, job, host, output)

@@ -118,17 +118,22 @@ def follow_job(backend: Any, name: str, *, logs: bool, timeout: float | None, ou
 
 
 def finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None = None,
-           metrics_of: Any = None) -> None:
+           metrics_of: Any = None, usage_of: Any = None) -> None:
     """Print the final state of a followed job (`data`, else the job) and exit with its code; with `metrics_of`
-    (the job's backend), the summary of its metrics ends it (README "Metrics"), the `metrics` key in JSON."""
+    (the job's backend), the summary of its metrics ends it (README "Metrics"), the `metrics` key in JSON; with
+    `usage_of` (the same), a text output's last line is the hosts' utilization (README "Utilization")."""
     from smtrain.cli.metrics_command import final_summary
     from smtrain.cli.render import dump, job_text
+    from smtrain.cli.system_usage import usage_line
 
     summarise = metrics_of is not None and not timed_out
     if output == "text":
         click.echo(job_text(job))
         if summarise:
             final_summary(metrics_of, job, output)
+        line = usage_line(usage_of, job, catalog(click.get_current_context())) if usage_of is not None else None
+        if line:
+            click.echo(line)
     else:
         data = data if data is not None else job.to_dict()
         dump({**data, "metrics": final_summary(metrics_of, job, output)} if summarise else data, output)

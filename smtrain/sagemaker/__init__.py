@@ -17,6 +17,8 @@ value unchanged; following jobs.
     job_import.py  a training job (DescribeTrainingJob, its tags, its code archive unpacked here) as the SDK v2
                   estimator arguments that make it again (`smtrain import --job`)
     metric_series.py  a job's metric series from CloudWatch, one point per epoch (smtrain.jobs.by_epoch)
+    system_metrics.py  a job's instance metrics per host from CloudWatch (CPU, memory, GPU, disk) and what the
+                     GPU figure says (one GPU of several busy, idle)
 
 May import: render, bundle, preflight, plan, spec and the shared modules (smtrain.aws for sessions and errors).
 Never smtrain.local, never the SageMaker SDK; boto3 and botocore are imported inside functions only.

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from smtrain import exit_codes
@@ -23,6 +23,9 @@ from smtrain.aws import api_errors, boto_session, error_code, is_not_found
 from smtrain.errors import AwsError
 from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
 from smtrain.redact import StreamMasker, remember
+
+if TYPE_CHECKING:
+    from smtrain.sagemaker.system_metrics import SystemUsage
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 LOGS_POLL_DEFAULT = 5.0
@@ -248,6 +251,16 @@ class SageMakerBackend:
         description = self.description(name)
         return read_metrics(self._session.client("cloudwatch"), description,
                             job_from_description(description, self.region), host)
+
+    def system(self, name: str, gpus: int | None = None) -> SystemUsage:
+        """The job's instance metrics per host (CPU, memory, GPU, GPU memory, disk) from CloudWatch; `gpus`: each
+        host's GPUs, for what the GPU figure says."""
+        from smtrain.sagemaker.system_metrics import read_system
+
+        description = self.description(name)
+        with api_errors(f"read the instance metrics of {name} (CloudWatch)"):
+            return read_system(self._session.client("cloudwatch"), description,
+                               job_from_description(description, self.region), gpus)
 
     def exists(self, name: str) -> bool:
         return self._description(name) is not None

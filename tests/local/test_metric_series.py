@@ -220,3 +220,13 @@ def test_each_fit_calls_epochs_are_rows_of_their_own_in_time_order(tmp_path: Pat
         follow_metrics(backend, "calls", None, "json", sleep=lambda s: None)
     assert [(row["fit"], row["epoch"]) for row in map(json.loads, followed.getvalue().splitlines())] == [
         (1, 1), (1, 2), (2, 1), (3, 1)]
+
+
+def test_a_local_job_has_no_instance_metrics_to_show(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path / "home")
+    assert backend.run(local_request(make_plan(tmp_path, {}), "no-system"), stream=io.StringIO(),
+                       grace=5).status == "Completed"
+    shown = run("metrics", "no-system", "--system", env={"SMTRAIN_HOME": str(tmp_path / "home")})
+    assert shown.code == 2 and shown.stderr == (
+        "error: no-system is a local job: --system reads the instance metrics SageMaker publishes to CloudWatch, "
+        "which a local run has none of\n"), shown.output

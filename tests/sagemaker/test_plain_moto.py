@@ -76,6 +76,13 @@ def test_submit_status_list_and_wait_work_against_plain_moto(plain_moto: str, tm
         result = run(*args, "-o", "json", env=env, home=tmp_path)
         assert result.code == 0, (args, result.output)
     assert "plain-1" in run("list", env=env, home=tmp_path).stdout
+    # No instance metrics in moto's CloudWatch: one note, exit 0; status says nothing of them.
+    system = run("metrics", "plain-1", "--system", env=env, home=tmp_path)
+    assert system.code == 0 and system.stdout == "", system.output
+    assert [line for line in system.stderr.splitlines() if line] == [
+        "note: CloudWatch holds no instance metrics for plain-1 in /aws/sagemaker/TrainingJobs (SageMaker publishes "
+        "them while the job's instances run, a minute apart)"]
+    assert "utilization" not in run("status", "plain-1", env=env, home=tmp_path).output
     # The job imports back from moto as it ships: the spec that made it (the bundled entrypoint, its training
     # fields), the code downloaded without smtrain's own files; its dry run sends what the described job holds.
     from tests.api.test_import_launchers import comparable

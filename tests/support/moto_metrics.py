@@ -64,3 +64,17 @@ def set_final(server: MotoServer, job: str, values: Mapping[str, float]) -> None
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     server.job(job).final_metric_data_list = [{"MetricName": name, "Value": value, "Timestamp": now}
                                               for name, value in values.items()]
+
+
+def publish_usage(server: MotoServer, job: str, host: str, minutes: Sequence[Mapping[str, float]], *,
+                  ago: dt.timedelta = STARTED_AGO) -> None:
+    """Put a host's instance metrics (CPUUtilization, GPUUtilization summed over its GPUs, ...) one minute apart
+    from the job's start, as SageMaker publishes them for every training job (same namespace and Host dimension
+    as the training metrics)."""
+    start = started(server, job, ago)
+    data = [{"MetricName": name, "Timestamp": start + dt.timedelta(minutes=number, seconds=30), "Value": value,
+             "Unit": "Percent", "Dimensions": [{"Name": "Host", "Value": f"{job}/{host}"}]}
+            for number, values in enumerate(minutes) for name, value in values.items()]
+    cloudwatch = server.client("cloudwatch")
+    for first_item in range(0, len(data), 1000):
+        cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=data[first_item:first_item + 1000])

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import EmptyResult
@@ -271,6 +272,9 @@ def _patches(control: Control) -> list[tuple[Any, str, Any]]:
                             ("StopTrainingJob", "stop_training_job")):
         method = stop_training_job_response if attr == "stop_training_job" else getattr(SageMakerResponse, attr)
         patches.append((SageMakerResponse, attr, with_faults(operation, method)))
+    # CloudWatch's GetMetricData can fail too (AccessDenied, throttling): faults as for SageMaker's calls.
+    patches.append((CloudWatchResponse, "get_metric_data", with_faults("GetMetricData",
+                                                                       CloudWatchResponse.get_metric_data)))
     from tests.support import moto_tuning  # what moto lacks for tuning jobs (it imports this module)
 
     return patches + quota_patches(control.quotas, control.take) + moto_tuning.patches(control)
