@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from smtrain.plan.build import Plan
+from smtrain.spec.tracking import is_arn
 from smtrain.spec.units import format_duration
 
 
@@ -70,6 +71,21 @@ def group_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def tracking_lines(plan: Plan) -> list[str]:
+    """Where the job's runs are tracked: MLflow (SageMaker-managed or a URI) and SageMaker Experiments."""
+    t, lines = plan.spec.tracking, []
+    if t.mlflow is not None:
+        named = ", ".join(f"{what} {value}" for what, value in (("experiment", t.experiment), ("run", t.run)) if value)
+        how = ("SageMaker-managed (MlflowConfig)" if is_arn(t.mlflow)
+               else "MLFLOW_TRACKING_URI" + (", MLFLOW_EXPERIMENT_NAME" if t.experiment else ""))
+        lines.append(f"  tracking      MLflow {t.mlflow}{f' ({named})' if named else ''}: {how}")
+    if t.sagemaker_experiment is not None:
+        e = t.sagemaker_experiment
+        filed = ", ".join(f"{what} {value}" for what, value in (("trial", e.trial), ("run", e.run)) if value)
+        lines.append(f"  experiment    SageMaker Experiments {e.experiment}{f' ({filed})' if filed else ''}")
+    return lines
+
+
 def job_option_lines(plan: Plan) -> list[str]:
     """The job's switches that are on (remote debug, the infrastructure check, ...) and the model registry."""
     spec, c = plan.spec, plan.spec.compute
@@ -78,6 +94,7 @@ def job_option_lines(plan: Plan) -> list[str]:
                                       (not spec.output_compression, "output uncompressed"),
                                       (spec.session_tag_chaining, "session tag chaining")) if on]
     lines = [f"  options       {', '.join(switches)}"] if switches else []
+    lines += tracking_lines(plan)
     if spec.model_package:
         lines.append(f"  registers in  {spec.model_package.group}")
     if spec.model_uri:

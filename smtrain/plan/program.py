@@ -25,6 +25,7 @@ from smtrain.plan.job_places import CHECKPOINT_LOCAL_PATH
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.notebook import is_notebook, program_name
 from smtrain.spec.problems import Path_, Problem, dotted
+from smtrain.spec.tracking import is_arn
 
 BUNDLED_ENTRY_POINT = "smtrain_entry.py"
 WRAP_PROGRAM = "smtrain_wrap.py"
@@ -76,7 +77,8 @@ class Variable:
 
 
 def smtrain_variables(spec: Spec) -> list[Variable]:
-    """The SMTRAIN_* variables this job's container gets from smtrain (the spec's environment: aside)."""
+    """The variables this job's container gets from smtrain (the spec's environment: aside): SMTRAIN_* ones,
+    TF_USE_LEGACY_KERAS, and MLflow's for a tracking URI."""
     code, training, what = spec.code, spec.training, kind(spec)
     found = []
     if what == WRAPPED:
@@ -95,6 +97,12 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
     if spec.checkpoint_local_path not in (None, CHECKPOINT_LOCAL_PATH):
         # smtrain's own code (the entrypoint, the wrap, smtrain_tf.checkpoint_dir()) writes where SageMaker syncs.
         found.append(Variable("SMTRAIN_CHECKPOINT_DIR", str(spec.checkpoint_local_path), ("checkpoint_local_path",)))
+    target = spec.tracking.mlflow
+    if target is not None and not is_arn(target):
+        # MLflow's own variables: the job's code (and MLflow in it) logs to the URI (an ARN is MlflowConfig's).
+        found.append(Variable("MLFLOW_TRACKING_URI", target, ("tracking", "mlflow")))
+        if spec.tracking.experiment is not None:
+            found.append(Variable("MLFLOW_EXPERIMENT_NAME", spec.tracking.experiment, ("tracking", "experiment")))
     if what != BUNDLED and training.gradient_accumulation_steps is not None:
         # The bundled entrypoint gets it as a hyperparameter instead.
         found.append(Variable("SMTRAIN_GRADIENT_ACCUMULATION_STEPS", str(training.gradient_accumulation_steps),

@@ -23,6 +23,7 @@ from smtrain.render.service_model import OPERATION, Violation, check_request
 from smtrain.render.training_request import preview_request
 from smtrain.spec.model import Spec, TrainingSpec
 from smtrain.spec.problems import Path_, Problem, dotted
+from smtrain.spec.tracking import is_arn
 
 # Request members -> the spec field that decides them; the longest matching prefix wins.
 _FIELDS: dict[tuple[str, ...], Path_] = {
@@ -56,6 +57,13 @@ _FIELDS: dict[tuple[str, ...], Path_] = {
     ("Environment",): ("environment",),
     ("Tags",): ("tags",),
     ("InputDataConfig",): ("inputs",),
+    ("MlflowConfig",): ("tracking", "mlflow"),
+    ("MlflowConfig", "MlflowExperimentName"): ("tracking", "experiment"),
+    ("MlflowConfig", "MlflowRunName"): ("tracking", "run"),
+    ("ExperimentConfig",): ("tracking", "sagemaker_experiment"),
+    ("ExperimentConfig", "ExperimentName"): ("tracking", "sagemaker_experiment", "experiment"),
+    ("ExperimentConfig", "TrialName"): ("tracking", "sagemaker_experiment", "trial"),
+    ("ExperimentConfig", "RunName"): ("tracking", "sagemaker_experiment", "run"),
 }
 # Inside one channel: request member -> the field of inputs.<name>.
 _CHANNEL_FIELDS: dict[tuple[str, ...], Path_] = {
@@ -177,6 +185,7 @@ _SAGEMAKER_ONLY: dict[Path_, str] = {
     ("compute", "infra_check"): "SageMaker's check of its instances before the job",
     ("session_tag_chaining",): "the role's session tags, passed on by SageMaker",
     ("model_package",): "SageMaker's model registry",
+    ("tracking", "sagemaker_experiment"): "SageMaker Experiments' trial component of the job",
     ("checkpoint_local_path",): "the directory of SageMaker's container synced with checkpoints: here each host "
                                 "keeps checkpoints in its own checkpoints/ directory",
 }
@@ -191,6 +200,9 @@ def sagemaker_only_notes(spec: Spec) -> list[str]:
             node = getattr(node, str(part), None)
         if node:
             notes.append(f"{dotted(path)} ({what}) applies on SageMaker only; this local run ignores it")
+    if is_arn(spec.tracking.mlflow):
+        notes.append("tracking.mlflow (SageMaker-managed MLflow, MlflowConfig) applies on SageMaker only; this local "
+                     "run ignores it (a tracking URI reaches local hosts as it reaches SageMaker's)")
     if not spec.output_compression:
         notes.append("output_compression: false (SageMaker uploads the model and output as files) applies on "
                      "SageMaker only; this local run packs model.tar.gz and output.tar.gz as before")

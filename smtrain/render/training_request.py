@@ -33,6 +33,7 @@ from smtrain.plan.job_places import (
     tensorboard_s3_path,
 )
 from smtrain.spec.model import ComputeSpec, FileSystemSpec
+from smtrain.spec.tracking import is_arn
 
 OPERATION = "CreateTrainingJob"
 # What the TensorFlow contract takes by default: log level logging.INFO, the input mode, and the model_dir of
@@ -239,6 +240,20 @@ def render_training_request(plan: Plan, job_name: str, source_uri: str, *, outpu
         request["InfraCheckConfig"] = {"EnableInfraCheck": True}
     if spec.session_tag_chaining:
         request["SessionChainingConfig"] = {"EnableSessionTagChaining": True}
+    tracking = spec.tracking
+    if is_arn(tracking.mlflow):
+        # SageMaker-managed MLflow (a tracking URI reaches the job as MLflow's variables: Plan.environment).
+        request["MlflowConfig"] = {"MlflowResourceArn": tracking.mlflow}
+        if tracking.experiment:
+            request["MlflowConfig"]["MlflowExperimentName"] = tracking.experiment
+        if tracking.run:
+            request["MlflowConfig"]["MlflowRunName"] = tracking.run
+    if tracking.sagemaker_experiment:
+        # As SDK v2's fit(experiment_config=...) sends it.
+        experiment = tracking.sagemaker_experiment
+        request["ExperimentConfig"] = {key: value for key, value in (
+            ("ExperimentName", experiment.experiment), ("TrialName", experiment.trial),
+            ("RunName", experiment.run)) if value}
     if spec.model_package:
         request["ModelPackageConfig"] = {"ModelPackageGroupArn": spec.model_package.group}
         if spec.model_package.source:

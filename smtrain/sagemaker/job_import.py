@@ -45,13 +45,13 @@ _READ = frozenset({
     "ResourceConfig", "VpcConfig", "StoppingCondition", "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption",
     "EnableManagedSpotTraining", "CheckpointConfig", "DebugHookConfig", "DebugRuleConfigurations",
     "TensorBoardOutputConfig", "ProfilerConfig", "Environment", "RetryStrategy", "RemoteDebugConfig",
-    "InfraCheckConfig", "ModelPackageConfig"})
+    "InfraCheckConfig", "ModelPackageConfig", "MlflowConfig", "ExperimentConfig"})
 _NOT_THE_REQUEST = frozenset({
     "TrainingJobArn", "TuningJobArn", "LabelingJobArn", "AutoMLJobArn", "ModelArtifacts", "TrainingJobStatus",
     "SecondaryStatus", "FailureReason", "CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime",
     "SecondaryStatusTransitions", "FinalMetricDataList", "TrainingTimeInSeconds", "BillableTimeInSeconds",
     "BillableTokenCount", "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses", "ProfilingStatus",
-    "WarmPoolStatus", "ResponseMetadata", "ExperimentConfig", "OutputModelPackageArn", "ProgressInfo",
+    "WarmPoolStatus", "ResponseMetadata", "OutputModelPackageArn", "ProgressInfo",
     "ProfilerRuleConfigurations"})
 
 
@@ -180,6 +180,10 @@ def job_arguments(d: dict[str, Any], tags: list[dict[str, str]], code_dir: str |
             args[name] = True
     if d.get("ModelPackageConfig"):
         args["model_package_config"] = d["ModelPackageConfig"]
+    if d.get("MlflowConfig"):
+        args["mlflow_config"] = d["MlflowConfig"]
+    if d.get("ExperimentConfig"):  # SDK v2 takes it in fit(), as experiment_config
+        args["experiment_config"] = {k: v for k, v in d["ExperimentConfig"].items() if v}
     checkpoint = d.get("CheckpointConfig") or {}
     if checkpoint.get("S3Uri"):
         args["checkpoint_s3_uri"] = checkpoint["S3Uri"]

@@ -25,6 +25,8 @@
     sdk_arguments.py  SDK v2 estimator arguments (a launcher's or a described job's) -> spec data, and each
                     argument not carried over with where and why (`smtrain import`)
     imported_spec.py  an imported spec's YAML text, its notes as comments
+    tracking.py     `tracking:`'s rules: an MLflow ARN (MlflowConfig) or tracking URI (its variables), what goes with
+                    each, what a tuning job cannot carry
     starter.py      `smtrain init`: a commented starting spec for an existing script or notebook
     tuning.py       the `tuning:` section (TuningSpec): objective, strategy, limits, ranges checked against
                     the tuned field's own rules; trial_overrides() for one trial's spec

@@ -440,4 +440,8 @@ def read_launcher(path: Path, shown: str | None = None) -> Launcher:
         named = next((k.value for k in fit.keywords if k.arg == "job_name"), None)
         if named is not None:
             job_name = Arg(values.value(named, named.lineno)[0], named.lineno)
+        experiment = next((k.value for k in fit.keywords if k.arg == "experiment_config"), None)
+        if experiment is not None:  # SageMaker Experiments: fit()'s, read with the estimator's arguments
+            value, source = values.value(experiment, experiment.lineno)
+            arguments["experiment_config"] = Arg(value, experiment.lineno, source)
     return Launcher(_name(call.func) or "TensorFlow", call.lineno, arguments, inputs, job_name, where, tuple(notes))

@@ -49,6 +49,7 @@ from smtrain.spec.instance_groups import instance_group_problems
 from smtrain.spec.notebook import NotebookError, is_notebook, notebook_script
 from smtrain.spec.problems import Path_, Problem, SpecError, brief
 from smtrain.spec.spec_file import read_spec_text
+from smtrain.spec.tracking import tracking_problems
 from smtrain.spec.tuning import TuningSpec, tuning_problems
 from smtrain.spec.units import format_duration
 from smtrain.spec.yaml_source import MAX_VALUES, SourceMap, load_yaml
@@ -162,6 +163,34 @@ class ModelPackageSpec(_Model):
     source: checked("a model package ARN", patterns.MODEL_PACKAGE,
                     "write arn:aws:sagemaker:REGION:ACCOUNT:model-package/NAME/VERSION") | None = Field(
         None, description="the model package this one derives from (SourceModelPackageArn)")
+
+
+ExperimentName = checked("an experiment entity name", patterns.EXPERIMENT_ENTITY,
+                         "1-120 letters, digits and inner hyphens")
+MlflowName = checked("an MLflow name", patterns.MLFLOW_NAME, "1-256 characters on one line")
+
+
+class SageMakerExperimentSpec(_Model):
+    """SageMaker Experiments (ExperimentConfig): where the job's trial component is filed."""
+
+    experiment: ExperimentName = Field(description="an existing experiment (ExperimentName)")
+    trial: ExperimentName | None = Field(None, description="an existing trial of it (TrialName); default: SageMaker "
+                                         "makes one")
+    run: ExperimentName | None = Field(None, description="the run's name (RunName)")
+
+
+class TrackingSpec(_Model):
+    """Where the job's runs are tracked: MLflow (SageMaker-managed or any server), SageMaker Experiments."""
+
+    mlflow: Line | None = Field(
+        None, description="a SageMaker MLflow tracking server's or app's ARN (MlflowConfig), or a tracking URI "
+        "(http(s)://, file:, databricks) the job gets as MLFLOW_TRACKING_URI")
+    experiment: MlflowName | None = Field(
+        None, description="the MLflow experiment (MlflowExperimentName; MLFLOW_EXPERIMENT_NAME for a URI)")
+    run: MlflowName | None = Field(None, description="the MLflow run's name (MlflowRunName); an ARN's only")
+    sagemaker_experiment: SageMakerExperimentSpec | None = Field(
+        None, description="{experiment, trial, run}: SageMaker Experiments (ExperimentConfig; SDK v2's "
+        "fit(experiment_config=...))")
 
 
 class DistributionSpec(_Model):
@@ -314,6 +343,7 @@ class Spec(_Model):
     environment: dict[EnvName, Text] = Field(default_factory=dict)
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
     network: NetworkSpec = Field(default_factory=NetworkSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec, description="MLflow and SageMaker Experiments")
     tuning: TuningSpec | None = Field(None, description="a hyperparameter tuning job over this job (smtrain tune)")
 
 
@@ -482,6 +512,7 @@ def _check(loaded: LoadedSpec) -> list[Problem]:
     out += _wrap_problems(loaded)
     out += capacity_problems(spec.compute, loaded.problem)
     out += instance_group_problems(spec, loaded.problem)
+    out += tracking_problems(spec, loaded.problem)
     out += tuning_problems(loaded)
     if code.source_dir is not None:
         src = loaded.path(code.source_dir)

@@ -94,6 +94,12 @@ MODEL_PACKAGE_GROUP = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]{9,16}:[0-9]{1
                               max_length=2048)
 MODEL_PACKAGE = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]{9,16}:[0-9]{12}:model-package/[^\s]{1,2048}",
                         max_length=2048)
+# MlflowConfig.MlflowResourceArn's pattern in botocore's model: a tracking server or an MLflow app.
+MLFLOW_ARN = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:mlflow-[a-zA-Z-]*/[^\s]+", max_length=2048)
+# MlflowConfig's experiment and run names: 1-256 characters (".*"), on one line here.
+MLFLOW_NAME = Pattern(r"[^\x00-\x1f\x7f]+", max_length=256)
+# ExperimentConfig's ExperimentEntityName: letters and digits, inner hyphens, up to 120.
+EXPERIMENT_ENTITY = Pattern(r"[a-zA-Z0-9](?:-*[a-zA-Z0-9]){0,119}", max_length=120)
 TRAINING_PLAN = Pattern(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:training-plan/[^\s]+", max_length=2048)
 # registry/repository[:tag][@sha256:digest], as Docker and ECR read an image reference; the
 # registry is a host name with a dot or a port (or localhost), so "a b" or "ubuntu" is refused.

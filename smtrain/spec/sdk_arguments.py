@@ -55,9 +55,10 @@ MAPPED = ("entry_point", "source_dir", "git_config", "role", "instance_type", "i
           "encrypt_inter_container_traffic", "environment", "hyperparameters", "tags", "framework_version",
           "py_version", "image_uri", "distribution", "tensorboard_output_config", "base_job_name", "input_mode",
           "container_log_level", "model_dir", "enable_remote_debug", "enable_infra_check", "disable_output_compression",
-          "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name", "instance_groups")
+          "enable_session_tag_chaining", "dependencies", "model_uri", "model_channel_name", "instance_groups",
+          "experiment_config")
 # What a described job carries that SDK v2 has no argument for (smtrain.sagemaker.job_import names it so).
-JOB_ONLY = ("model_package_config", "smtrain_settings", "max_pending", "unread_fields")
+JOB_ONLY = ("model_package_config", "smtrain_settings", "max_pending", "unread_fields", "mlflow_config")
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ class _Mapping:
         self._inputs()
         self._output()
         self._scalars()
+        self._tracking()
         for field in self.known("unread_fields", list) or []:
             self.note(args["unread_fields"], field, "not imported: smtrain has no spec field for this member of the job")
         for name, arg in args.items():
@@ -435,6 +437,26 @@ class _Mapping:
             if value is not None and not (key == "s3_data_type" and value == "S3Prefix"):
                 self.note(arg, f"{where}.{key}", f"not imported: channel option {key}={value!r} has no spec field")
         return out if len(out) > 1 else uri
+
+    def _tracking(self) -> None:
+        """A described job's MlflowConfig, and fit()'s experiment_config (SageMaker Experiments)."""
+        mlflow = self.known("mlflow_config", dict)
+        if mlflow and isinstance(mlflow.get("MlflowResourceArn"), str):
+            self.put("tracking.mlflow", mlflow["MlflowResourceArn"])
+            for key, field in (("MlflowExperimentName", "experiment"), ("MlflowRunName", "run")):
+                if mlflow.get(key):
+                    self.put(f"tracking.{field}", mlflow[key])
+        experiment = self.known("experiment_config", dict)
+        if not experiment:
+            return
+        fields = {"ExperimentName": "experiment", "TrialName": "trial", "RunName": "run"}
+        for key, value in experiment.items():
+            if key in fields and isinstance(value, str):
+                self.put(f"tracking.sagemaker_experiment.{fields[key]}", value)
+            elif value is not None:
+                self.note(self.launcher.arguments["experiment_config"], f"experiment_config.{key}",
+                          f"not imported: {value!r} has no spec field" if key not in fields else
+                          f"not imported: {value}")
 
     def _output(self) -> None:
         output = self.known("output_path", str)

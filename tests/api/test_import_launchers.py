@@ -147,6 +147,8 @@ def test_spot_with_checkpoints_and_training_inputs(tmp_path):
 
 def test_vpc_tags_environment_and_an_estimator_input_mode(tmp_path):
     result = assert_imports_as_the_sdk_runs("vpc_tags_launcher.py", tmp_path)
+    assert "  sagemaker_experiment:\n    experiment: churn\n    trial: vpc-runs\n    run: pipe-1\n" in \
+        result.spec_file.read_text()
     assert result.notes == ("vpc_tags_launcher.py:23: input_mode: Pipe written as each channel's mode (the same mode, "
                             "set per channel)",)
 

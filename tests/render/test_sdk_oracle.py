@@ -69,6 +69,7 @@ def as_v2_renders_it(request: dict[str, Any]) -> dict[str, Any]:
         resources["InstanceType"], resources["InstanceCount"] = first["InstanceType"], first["InstanceCount"]
     out["StoppingCondition"].pop("MaxPendingTimeInSeconds", None)
     out.pop("ModelPackageConfig", None)  # the API's since SDK v2's last TensorFlow estimator: v2 has no argument
+    out.pop("MlflowConfig", None)  # SageMaker-managed MLflow: no argument of SDK v2's TensorFlow estimator
     return out
 
 
@@ -170,6 +171,15 @@ VARIED: dict[str, dict[str, Any]] = {
                                  {"name": "cpu", "instance_type": "ml.c5.xlarge"},
                                  {"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 3}]},
                              "code": {"source_dir": "src", "entry_point": "train.py"}},
+    # MLflow: an ARN is MlflowConfig (smtrain's documented addition: v2 has no argument), a URI MLflow's own
+    # variables; SageMaker Experiments as v2's fit(experiment_config=...) sends it.
+    "tracking_arn": {"compute": {"instance_type": "ml.g5.xlarge"},
+                     "tracking": {"mlflow": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team",
+                                  "experiment": "mnist", "run": "first",
+                                  "sagemaker_experiment": {"experiment": "mnist-exp", "trial": "t1", "run": "r1"}}},
+    "tracking_uri": {"compute": {"instance_type": "ml.g5.xlarge"},
+                     "tracking": {"mlflow": "https://mlflow.example.com", "experiment": "mnist",
+                                  "sagemaker_experiment": {"experiment": "mnist-exp"}}},
     "other_region": {"region": "eu-central-1", "compute": {"instance_type": "ml.g5.xlarge"},
                      "tensorflow": {"version": "2.19"}},
 }
@@ -238,6 +248,16 @@ def test_smtrain_renders_varied_specs_as_the_sdk_does(name, tmp_path):
     if name == "instance_groups_horovod":
         assert json.loads(ours["HyperParameters"]["sagemaker_distribution_instance_groups"]) == ["dnn_group"]
         assert ours["InputDataConfig"][0]["DataSource"]["S3DataSource"]["InstanceGroupNames"] == ["data_group"]
+    if name == "tracking_arn":
+        assert ours["MlflowConfig"] == {
+            "MlflowResourceArn": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team",
+            "MlflowExperimentName": "mnist", "MlflowRunName": "first"}
+        assert ours["ExperimentConfig"] == {"ExperimentName": "mnist-exp", "TrialName": "t1", "RunName": "r1"}
+        assert not any(k.startswith("MLFLOW_") for k in ours.get("Environment", {}))
+    if name == "tracking_uri":
+        assert "MlflowConfig" not in ours and ours["ExperimentConfig"] == {"ExperimentName": "mnist-exp"}
+        assert {k: v for k, v in ours["Environment"].items() if k.startswith("MLFLOW_")} == {
+            "MLFLOW_TRACKING_URI": "https://mlflow.example.com", "MLFLOW_EXPERIMENT_NAME": "mnist"}
     if name == "keys_retries_plan":
         assert ours["RetryStrategy"] == {"MaximumRetryAttempts": 3}
         assert {"VolumeKmsKeyId", "TrainingPlanArn"} <= set(ours["ResourceConfig"])

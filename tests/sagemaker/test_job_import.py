@@ -88,7 +88,9 @@ def test_a_job_smtrain_submitted_with_every_switch_imports_back(aws, tmp_path):
         "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist",
                           "source": "arn:aws:sagemaker:us-east-1:123456789012:model-package/base/1"},
         "inputs": {"train": {"uri": f"s3://{moto_server.BUCKET}/train", "mode": "FastFile"}},
-        "environment": {"A": "1"}, "tags": {"team": "ml"}, "hyperparameters": {"epochs": 3, "note": "x y"}})
+        "environment": {"A": "1"}, "tags": {"team": "ml"}, "hyperparameters": {"epochs": 3, "note": "x y"},
+        "tracking": {"mlflow": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team",
+                     "experiment": "mnist", "sagemaker_experiment": {"experiment": "mnist-exp", "trial": "t1"}}})
     env = aws.env(tmp_path)
     sent = smtrain("submit", str(spec), "--job-name", "round-trip-1", env=env)
     assert sent.returncode == 0, sent.stderr
@@ -105,6 +107,7 @@ def test_a_job_smtrain_submitted_with_every_switch_imports_back(aws, tmp_path):
     ours, theirs = json.loads(dry.stdout)["request"], described_request(aws, "round-trip-1")
     assert differences(comparable(ours, sdk_has_tensorboard=True), comparable(theirs, sdk_has_tensorboard=True)) == []
     assert ours["ModelPackageConfig"] == theirs["ModelPackageConfig"] and "RemoteDebugConfig" in ours
+    assert ours["MlflowConfig"] == theirs["MlflowConfig"] and ours["ExperimentConfig"] == theirs["ExperimentConfig"]
     assert [c["ChannelName"] for c in ours["InputDataConfig"]] == ["train", "warm"]
 
 

@@ -109,6 +109,8 @@ def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws
         "output_compression": False, "session_tag_chaining": True,
         "model_package": {"group": "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/mnist"},
         "model_uri": f"s3://{BUCKET}/models/m.tar.gz", "checkpoint_local_path": "/opt/ml/ck",
+        "tracking": {"mlflow": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team",
+                     "experiment": "mnist", "run": "first", "sagemaker_experiment": {"experiment": "mnist-exp"}},
         "code": {"dependencies": ["lib"]},
         "environment": {"LOG_LEVEL": "debug"}, "tags": {"team": "ml"}, "checkpoints": f"s3://{BUCKET}/ck",
         "inputs": {"train": {"uri": f"s3://{BUCKET}/train", "mode": "FastFile"}, "eval": f"s3://{BUCKET}/eval",
@@ -126,7 +128,11 @@ def test_the_server_receives_exactly_the_dry_run_request_under_the_same_name(aws
     [received] = aws.control.create_requests
     assert differences(_sha256_masked(received), _sha256_masked(dry["request"])) == []
     assert list(received) == list(dry["request"])  # the same members, in the same order
-    assert {"RemoteDebugConfig", "InfraCheckConfig", "SessionChainingConfig", "ModelPackageConfig"} <= set(received)
+    assert {"RemoteDebugConfig", "InfraCheckConfig", "SessionChainingConfig", "ModelPackageConfig", "MlflowConfig",
+            "ExperimentConfig"} <= set(received)
+    described = aws.client("sagemaker").describe_training_job(TrainingJobName="same-name-1")
+    assert described["MlflowConfig"] == received["MlflowConfig"], described
+    assert described["ExperimentConfig"] == {"ExperimentName": "mnist-exp"}, described
     assert received["OutputDataConfig"]["CompressionType"] == "NONE"
     assert [c["ChannelName"] for c in received["InputDataConfig"]] == ["train", "eval", "shared", "model", "code"]
     assert received["CheckpointConfig"]["LocalPath"] == received["Environment"]["SMTRAIN_CHECKPOINT_DIR"]

@@ -221,7 +221,11 @@ def _bounded_fields(schema: dict[str, Any]) -> set[str]:
 def test_every_bounded_field_of_the_schema_is_tested_here() -> None:
     tested = set(NUMBERS) | set(LENGTHS) | {"metrics[]", "compute.prefer[].count", "compute.prefer[].training_plan",
                                             "compute.instance_groups[].count", "compute.instance_groups[].name",
-                                            "distribution.instance_groups[]"}
+                                            "distribution.instance_groups[]",
+                                            # tests/spec/test_tracking.py: at and past each
+                                            "tracking.experiment", "tracking.run",
+                                            "tracking.sagemaker_experiment.experiment",
+                                            "tracking.sagemaker_experiment.trial", "tracking.sagemaker_experiment.run"}
     assert _bounded_fields(json_schema()) == tested
 
 

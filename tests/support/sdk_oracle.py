@@ -113,6 +113,8 @@ class EstimatorSpec:
     # A heterogeneous cluster: (name, instance type, count) per group, in place of instance_type and
     # instance_count (both None then); `distribution`'s "instance_groups" holds group names.
     instance_groups: tuple[tuple[str, str, int], ...] | None = None
+    # fit(experiment_config=...): SageMaker Experiments' ExperimentName, TrialName, RunName.
+    experiment_config: dict[str, str] | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -566,7 +568,8 @@ def start_training(estimator: TensorFlow, spec: EstimatorSpec, job_name: str) ->
     # contacts MLflow; smtrain follows jobs itself.
     with _env_var_hidden("MLFLOW_TRACKING_URI"):
         try:
-            estimator.fit(training_inputs(spec), wait=False, logs=False, job_name=job_name)
+            estimator.fit(training_inputs(spec), wait=False, logs=False, job_name=job_name,
+                          experiment_config=dict(spec.experiment_config) if spec.experiment_config else None)
         except ValueError as exc:
             raise ValueError(f"SageMaker SDK rejected the job: {exc}") from exc
 
@@ -632,6 +635,10 @@ def estimator_spec(request: Request) -> Any:
         model_channel_name=spec.model_channel,
         instance_groups=tuple((g.name, g.instance_type, g.count) for g in c.instance_groups)
         if c.instance_groups else None,
+        experiment_config=None if spec.tracking.sagemaker_experiment is None else {
+            key: value for key, value in (("ExperimentName", spec.tracking.sagemaker_experiment.experiment),
+                                          ("TrialName", spec.tracking.sagemaker_experiment.trial),
+                                          ("RunName", spec.tracking.sagemaker_experiment.run)) if value},
     )
 
 

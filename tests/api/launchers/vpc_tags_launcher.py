@@ -22,4 +22,5 @@ estimator = TensorFlow(
     output_path="s3://my-bucket/vpc",
     input_mode="Pipe",
 )
-estimator.fit({"train": "s3://my-bucket/data/train"})
+estimator.fit({"train": "s3://my-bucket/data/train"},
+              experiment_config={"ExperimentName": "churn", "TrialName": "vpc-runs", "RunName": "pipe-1"})
