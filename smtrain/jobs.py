@@ -51,6 +51,10 @@ def reattach_command(*words: str, region: str | None = None) -> str:
     return " ".join(shlex.quote(a) for a in args)
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(value, 2)
+
+
 def _iso(value: dt.datetime | None) -> str | None:
     return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z") if value else None
 
@@ -186,6 +190,94 @@ class JobMetrics:
     notes: tuple[str, ...] = ()  # what was read and left out (an epoch that is no count), said with the table
 
 
+# A job's instance metrics per host (`metrics --system`): SageMaker publishes these for every training job (AWS,
+# "Monitor Amazon SageMaker AI with Amazon CloudWatch"), in percent; CPU and GPU figures are sums over a host's
+# vCPUs and GPUs (0 to 100 x count). A local job's hosts are sampled the same way (smtrain.local.usage_sampler).
+GPU, GPU_MEMORY = "GPUUtilization", "GPUMemoryUtilization"
+METRICS = ("CPUUtilization", "MemoryUtilization", GPU, GPU_MEMORY, "DiskUtilization")
+# What the GPU figure says. A host of several GPUs whose summed use is about one GPU's (and no more): its work
+# runs on one of them, as a Keras script without a strategy (or with MirroredStrategy over one device) does.
+ONE_GPU_AT_MOST = 110.0
+ONE_GPU_AT_LEAST = 20.0
+IDLE_BELOW = 5.0  # percent of each GPU, on average: nothing ran there
+
+
+@dataclass(frozen=True)
+class HostUsage:
+    """One host's instance metrics: name -> (time, percent) points, in time order."""
+
+    host: str
+    gpus: int | None  # the host's GPUs (the catalog's figure for its type); None: unknown
+    series: Mapping[str, tuple[tuple[dt.datetime, float], ...]]
+
+    def average(self, name: str) -> float | None:
+        values = [v for _, v in self.series.get(name, ()) if math.isfinite(v)]
+        return sum(values) / len(values) if values else None
+
+    def gpu_percent(self) -> float | None:
+        """The average use of each GPU (percent of one GPU), or the summed figure when the count is unknown."""
+        total = self.average(GPU)
+        if total is None:
+            return None
+        return total / self.gpus if self.gpus else total
+
+    def verdict(self) -> str | None:
+        """What the GPU figure says, when it says something: one GPU of several busy, or none."""
+        total = self.average(GPU)
+        if total is None or not self.gpus:
+            return None
+        if self.gpus > 1 and ONE_GPU_AT_LEAST <= total <= ONE_GPU_AT_MOST:
+            return "the strategy may use one GPU"
+        if total / self.gpus < IDLE_BELOW:
+            return "its GPUs sat idle"
+        return None
+
+    def summary_text(self) -> str:
+        """`algo-1: GPU 23% of 4 GPUs: the strategy may use one GPU`, or CPU's figure where no GPU is reported."""
+        gpu, cpu, memory = self.gpu_percent(), self.average("CPUUtilization"), self.average("MemoryUtilization")
+        if gpu is None:
+            shown = [f"{what} {value:.0f}%" for what, value in (("CPU", cpu), ("memory", memory)) if value is not None]
+            return f"{self.host}: " + ", ".join([*shown, "no GPU figures"])
+        of = f" of {self.gpus} GPU{'s' if self.gpus != 1 else ''}" if self.gpus else " (summed over its GPUs)"
+        verdict = self.verdict()
+        return f"{self.host}: GPU {gpu:.0f}%{of}" + (f": {verdict}" if verdict else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "gpus": self.gpus,
+                "average": {name: _rounded(self.average(name)) for name in METRICS},
+                "gpu_percent_each": _rounded(self.gpu_percent()) if self.gpus else None,
+                "verdict": self.verdict(),
+                "series": {name: [{"time": _iso(t), "value": _rounded(v)} for t, v in points]
+                           for name, points in self.series.items()}}
+
+
+@dataclass(frozen=True)
+class SystemUsage:
+    """A job's instance metrics, host by host (README "Utilization"): SageMaker's from CloudWatch, a local job's
+    sampled from its host processes."""
+
+    job: JobInfo
+    source: str  # "cloudwatch" | "processes"
+    period: int  # seconds per point
+    hosts: tuple[HostUsage, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def empty(self) -> bool:
+        return not any(h.series for h in self.hosts)
+
+    def line(self) -> str | None:
+        """The one line `status` and `wait` end with; None when CloudWatch holds nothing for the job."""
+        if self.empty:
+            return None
+        return "; ".join(h.summary_text() for h in self.hosts if h.series)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job.name, "status": self.job.status, "source": self.source, "period_seconds": self.period,
+                "hosts": [h.to_dict() for h in self.hosts], "notes": list(self.notes)}
+
+
+
 class Backend(Protocol):
     """The small interface every backend offers (after TorchX's scheduler: dry run, then schedule)."""
 
@@ -201,6 +293,8 @@ class Backend(Protocol):
     def event_files(self, name: str, directory: Path | None) -> EventFiles: ...
 
     def metrics(self, name: str, host: str | None = None) -> JobMetrics: ...
+
+    def system(self, name: str, gpus: int | None = None) -> SystemUsage: ...
 
 # A job's metrics, one point per epoch: the rule both backends share.
 #

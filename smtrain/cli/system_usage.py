@@ -1,22 +1,23 @@
 """`smtrain metrics JOB --system`: each host's CPU, memory, GPU, GPU memory and disk use over the job's run (from
-CloudWatch, smtrain.sagemaker.system_metrics) as a table, JSON, CSV or a terminal chart; and the utilization line
-`status` and `wait` end with. Reading them only advises: a failure is one note, never the command's outcome."""
+CloudWatch, smtrain.sagemaker.system_metrics; a local job's host processes, smtrain.local.usage_sampler) as a
+table, JSON, CSV or a terminal chart; and the utilization line `status` and `wait` end with for a SageMaker job.
+Reading them only advises there: a failure is one note, never the command's outcome."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from smtrain import exit_codes
 from smtrain.errors import UserError
+from smtrain.jobs import GPU, GPU_MEMORY
 
 if TYPE_CHECKING:
-    from smtrain.jobs import JobInfo
+    from smtrain.jobs import JobInfo, SystemUsage
     from smtrain.plan.catalog import Catalog
-    from smtrain.sagemaker.system_metrics import SystemUsage
 
 COLUMNS = (("CPUUtilization", "cpu"), ("MemoryUtilization", "memory"), ("GPUUtilization", "gpu"),
            ("GPUMemoryUtilization", "gpu_memory"), ("DiskUtilization", "disk"))
@@ -29,15 +30,12 @@ def gpus_per_host(job: JobInfo, catalog: Catalog) -> int | None:
 
 
 def read(backend: Any, job: JobInfo, catalog: Catalog) -> SystemUsage:
-    """The job's instance metrics; a local job has none (exit 2, saying so)."""
-    if job.backend != "sagemaker":
-        raise UserError(f"{job.name} is a local job: --system reads the instance metrics SageMaker publishes to "
-                        "CloudWatch, which a local run has none of", exit_codes.USAGE)
-    return backend.system(job.name, gpus_per_host(job, catalog))
+    """The job's instance metrics: SageMaker's from CloudWatch, a local job's sampled from its host processes."""
+    return backend.system(job.name, gpus_per_host(job, catalog) if job.backend == "sagemaker" else None)
 
 
 def _time(value: dt.datetime) -> str:
-    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _cell(value: float | None) -> str:
@@ -63,11 +61,13 @@ def rows(usage: SystemUsage) -> list[tuple[dt.datetime, str, dict[str, float]]]:
 
 
 def table_text(usage: SystemUsage) -> str:
-    lines = [f"{usage.job.name} ({usage.job.status}), instance metrics from CloudWatch, "
-             f"{usage.period // 60} min apart (GPU figures: the average of each host's GPUs):",
-             f"{'time (UTC)':<17} {'host':<8} " + " ".join(f"{label:>10}" for _, label in COLUMNS)]
+    source = (f"instance metrics from CloudWatch, {usage.period // 60} min apart (GPU figures: the average of each "
+              "host's GPUs)" if usage.source == "cloudwatch" else
+              f"each host's processes sampled here every {usage.period} s (CPU: % of one core, summed)")
+    lines = [f"{usage.job.name} ({usage.job.status}), {source}:",
+             f"{'time (UTC)':<20} {'host':<8} " + " ".join(f"{label:>10}" for _, label in COLUMNS)]
     for moment, host, row in rows(usage):
-        lines.append(f"{_time(moment):<17} {host:<8} " + " ".join(f"{_cell(row.get(name)):>10}" for name, _ in COLUMNS))
+        lines.append(f"{_time(moment):<20} {host:<8} " + " ".join(f"{_cell(row.get(name)):>10}" for name, _ in COLUMNS))
     lines.append("average: " + "; ".join(h.summary_text() for h in usage.hosts if h.series))
     return "\n".join(lines)
 
@@ -83,8 +83,6 @@ def csv_lines(usage: SystemUsage) -> list[str]:
 def plot_text(usage: SystemUsage, width: int, height: int, *, color: bool) -> str | None:
     """GPU use per host over the run (each GPU's average), drawn by plotext; None when no host has GPU figures."""
     import plotext
-
-    from smtrain.sagemaker.system_metrics import plot_series
 
     series = plot_series(usage)
     if not series:
@@ -102,6 +100,17 @@ def plot_text(usage: SystemUsage, width: int, height: int, *, color: bool) -> st
         signal.lines()
         figure.draw(signal)
     return str(figure.build().string(colorless=not color)).rstrip()
+
+
+def plot_series(usage: SystemUsage, name: str = GPU) -> list[tuple[str, Sequence[tuple[dt.datetime, float]]]]:
+    """(host, points) of one metric for each host that has it, each GPU figure as the average per GPU."""
+    out = []
+    for host in usage.hosts:
+        points = host.series.get(name, ())
+        if points:
+            scale = host.gpus if name in (GPU, GPU_MEMORY) and host.gpus else 1
+            out.append((host.host, [(t, v / scale) for t, v in points]))
+    return out
 
 
 def usage_line(backend: Any, job: JobInfo, catalog: Catalog) -> str | None:

@@ -12,6 +12,7 @@
     replica_layout.py  the replicas per host: the plan's, CPU devices standing in for GPUs (--replicas-per-host: fewer);
                   hooks/sitecustomize.py splits the CPU for a hand-written script right after TensorFlow loads
     supervise.py  the process group: output streamed with host prefixes, one failure ends all
+    usage_sampler.py  each host's process tree sampled with `ps` while it runs (CPU, memory), for `metrics --system`
     tf_noise.py   TensorFlow's C++ start-up lines recognised (behind mpirun's tags, or glued to a progress bar's
                   end): log file only
     lifeline.py   the keeper each process starts under: its group dies with smtrain, even on SIGKILL

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from smtrain import exit_codes
 from smtrain.errors import Terminated, UserError
-from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, is_event_file, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, SystemUsage, is_event_file, poll_interval
 from smtrain.local import replica_layout
 from smtrain.local.records import (
     STOP_FILE,
@@ -47,6 +47,7 @@ from smtrain.local.records import (
     unreadable_info,
 )
 from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, describe_exit, signal_group
+from smtrain.local.usage_sampler import USAGE_FILE, UsageSampler
 from smtrain.plan import launch
 from smtrain.redact import mask_text
 from smtrain.terminal_text import as_shown, physical_lines
@@ -178,6 +179,14 @@ class LocalBackend:
         logdir = HostLayout(self.store.hosts_dir(name) / chief).tensorboard_dir
         files = sum(1 for p in logdir.rglob("*") if p.is_file() and is_event_file(p.name)) if logdir.is_dir() else 0
         return EventFiles(name, "local", logdir, files)
+
+    def system(self, name: str, gpus: int | None = None) -> SystemUsage:
+        """Each host's CPU and memory as sampled while the job ran (smtrain.local.usage_sampler); no GPU figures."""
+        from smtrain.local.usage_sampler import read_usage
+
+        job = self.describe(name)
+        hosts = tuple(self.store.read(name).get("hosts") or launch.host_names(1))
+        return read_usage(self.store.job_dir(name) / USAGE_FILE, job, hosts)
 
     def metrics(self, name: str, host: str | None = None) -> JobMetrics:
         """The job's metric series for `host` (default algo-1): its MetricDefinitions read from that host's log."""
@@ -409,15 +418,21 @@ class LocalBackend:
         except UserError as exc:
             raise _JobFailed(f"ClientError: {exc}") from exc
 
+        sampler = UsageSampler(job_dir / USAGE_FILE)  # each host's CPU and memory, for `metrics --system`
+
         def on_started(running: list[Running]) -> None:
             self.store.update(name, secondary_status="Training", started=iso(_utc_now()),
                               processes=[{"name": r.spec.name, "host": r.spec.host, "pid": r.pid,
                                           "start": process_start(r.pid)} for r in running])
+            sampler.start({r.spec.host: r.pid for r in reversed(running)})  # a host's first process: its root
 
         supervisor = Supervisor(specs, output, failure_files={h: lay.failure_file for h, lay in hosts.layouts.items()},
                                 max_run=float(body["StoppingCondition"]["MaxRuntimeInSeconds"]), grace=grace,
                                 stop_file=job_dir / STOP_FILE, on_started=on_started)
-        return supervisor.run(), hosts.layouts
+        try:
+            return supervisor.run(), hosts.layouts
+        finally:
+            sampler.stop()
 
     def _finish(self, name: str, outcome: Outcome, layouts: dict[str, HostLayout],
                 reason: str | None) -> JobInfo:

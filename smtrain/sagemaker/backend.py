@@ -15,17 +15,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session, error_code, is_not_found
 from smtrain.errors import AwsError
-from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, poll_interval
+from smtrain.jobs import EventFiles, JobInfo, JobMetrics, LogEvent, SystemUsage, poll_interval
 from smtrain.redact import StreamMasker, remember
-
-if TYPE_CHECKING:
-    from smtrain.sagemaker.system_metrics import SystemUsage
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 LOGS_POLL_DEFAULT = 5.0

@@ -222,11 +222,33 @@ def test_each_fit_calls_epochs_are_rows_of_their_own_in_time_order(tmp_path: Pat
         (1, 1), (1, 2), (2, 1), (3, 1)]
 
 
-def test_a_local_job_has_no_instance_metrics_to_show(tmp_path: Path) -> None:
+def test_a_local_job_s_hosts_are_sampled_while_they_run(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SMTRAIN_USAGE_SECONDS", "0.2")
     backend = LocalBackend(tmp_path / "home")
-    assert backend.run(local_request(make_plan(tmp_path, {}), "no-system"), stream=io.StringIO(),
+    plan = make_plan(tmp_path, {"compute": {"nodes": 2}, "hyperparameters": {"ticks": 15}})  # 3 s on each host
+    assert backend.run(local_request(plan, "sampled"), stream=io.StringIO(), grace=5).status == "Completed"
+    env = {"SMTRAIN_HOME": str(tmp_path / "home")}
+    document = json.loads(run("metrics", "sampled", "--system", "-o", "json", env=env).stdout)
+    assert (document["source"], document["period_seconds"]) == ("processes", 1)
+    hosts = {h["host"]: h for h in document["hosts"]}
+    assert sorted(hosts) == ["algo-1", "algo-2"]
+    for host in hosts.values():
+        assert len(host["series"]["CPUUtilization"]) >= 3, host  # 0.2 s apart over 3 s
+        assert host["average"]["MemoryUtilization"] > 0 and host["gpus"] is None and host["verdict"] is None
+    table = run("metrics", "sampled", "--system", env=env)
+    assert table.code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert lines[0] == "sampled (Completed), each host's processes sampled here every 1 s (CPU: % of one core, summed):"
+    assert lines[-1].startswith("average: algo-1: CPU ") and lines[-1].endswith("no GPU figures")
+    assert "utilization" not in run("status", "sampled", env=env).output  # SageMaker's line only
+
+
+def test_a_local_job_that_left_no_samples_says_so(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path / "home")
+    assert backend.run(local_request(make_plan(tmp_path, {}), "unsampled"), stream=io.StringIO(),
                        grace=5).status == "Completed"
-    shown = run("metrics", "no-system", "--system", env={"SMTRAIN_HOME": str(tmp_path / "home")})
-    assert shown.code == 2 and shown.stderr == (
-        "error: no-system is a local job: --system reads the instance metrics SageMaker publishes to CloudWatch, "
-        "which a local run has none of\n"), shown.output
+    (backend.store.job_dir("unsampled") / "usage.jsonl").unlink(missing_ok=True)
+    shown = run("metrics", "unsampled", "--system", env={"SMTRAIN_HOME": str(tmp_path / "home")})
+    assert shown.code == 0 and shown.stdout == "", shown.output
+    assert shown.stderr == ("note: no CPU or memory samples for unsampled: smtrain samples a local job's host "
+                            "processes while it runs (every SMTRAIN_USAGE_SECONDS seconds, default 5)\n")

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from smtrain.jobs import JobInfo
-from smtrain.sagemaker.system_metrics import HostUsage, SystemUsage, period_for
+from smtrain.jobs import HostUsage, JobInfo, SystemUsage
+from smtrain.sagemaker.system_metrics import period_for
 from tests.spec.inprocess import run
 from tests.support import moto_server
 from tests.support.moto_metrics import publish_usage
@@ -119,7 +119,7 @@ def test_a_host_s_line_with_and_without_its_gpu_count():
     assert _host(92.0, None).summary_text() == "algo-1: GPU 92% (summed over its GPUs)"
     assert _host(None, 4).summary_text() == "algo-1: no GPU figures"
     job = JobInfo(name="j", backend="sagemaker", status="Completed")
-    assert SystemUsage(job, 60, (_host(None, 4),)).line() is None
+    assert SystemUsage(job, "cloudwatch", 60, (_host(None, 4),)).line() is None
 
 
 @pytest.mark.parametrize(("minutes", "period"), [(1, 60), (1440, 60), (1441, 120), (2880, 120), (2881, 180)])
