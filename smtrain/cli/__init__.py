@@ -18,8 +18,9 @@
     import_command.py  `smtrain import LAUNCHER` / `--job NAME`: an SDK v2 launcher or a training job as a spec
     tune_command.py  `smtrain tune SPEC`: a SageMaker tuning job (--dry-run, --wait), or trials here (--local)
     tuning_render.py  tuning for people: plan's tuning lines, the dry run, the created job, a tuning job's status
-    metrics_command.py  `smtrain metrics JOB`, and the metrics summary that ends `submit --wait` / `--local`
-    metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and that summary
+    metrics_command.py  `smtrain metrics JOB` (--follow, --plot, --system)
+    metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and the summary that ends
+                     `submit --wait` / `--local`
     metrics_plot.py  `metrics --plot`: loss and accuracy charts in the terminal (plotext, imported only there)
     system_usage.py  `metrics --system`: each host's CPU, memory, GPU and disk use (table, CSV, chart), and the
                      utilization line `status` and `wait` end with

@@ -1,6 +1,6 @@
 """`smtrain metrics JOB`: a job's metric series per epoch (CloudWatch for SageMaker jobs, the host logs for
-local ones), as a table, JSON or CSV, followed until the job ends, or drawn in the terminal; and the
-summary that ends `submit --wait` and `submit --local`.
+local ones), as a table, JSON or CSV, followed until the job ends, or drawn in the terminal; with --system, each
+host's CPU, memory and GPU use (smtrain.cli.system_usage).
 
 Exit codes: 0 when the metrics were shown, a job with none (yet) included (it says so on stderr);
 with --follow, the job's own code once it has ended (1 Failed, 3 Stopped), as `logs --follow`;
@@ -14,7 +14,6 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -173,23 +172,3 @@ def metrics(job: str, follow: bool, host: str | None, plot: bool, system: bool, 
             info = follow_metrics(backend, job, host, output)
         click.get_current_context().exit(exit_code_for(info))
     _show(backend.metrics(job, host), output, plot)
-
-
-def final_summary(backend: Backend, job: JobInfo, output: str) -> dict[str, Any] | None:
-    """The summary that ends `submit --wait` / `--local`: printed (text), or returned for the JSON's `metrics` key.
-
-    Reading the metrics never changes the command's outcome: a failure to read them is one note on stderr.
-    """
-    from smtrain.cli import metrics_table as table
-    from smtrain.errors import UserError
-
-    try:
-        metrics = backend.metrics(job.name)
-    except UserError as exc:
-        click.echo(f"note: no metrics summary: {exc}", err=True)
-        return None
-    if output == "text":
-        click.echo(table.summary_text(metrics))
-        return None
-    return table.summary_dict(metrics)
-

@@ -15,8 +15,10 @@ import io
 import math
 from typing import Any
 
+import click
+
 from smtrain.api.metrics import EpochRow, columns, heading, rows, several_fits
-from smtrain.jobs import JobMetrics, reattach_command
+from smtrain.jobs import Backend, JobInfo, JobMetrics, reattach_command
 from smtrain.redact import mask_text
 
 TIME_FORMAT = "%H:%M:%S"
@@ -139,3 +141,22 @@ def summary_text(metrics: JobMetrics) -> str:
     command = reattach_command("metrics", metrics.job.name,
                                region=metrics.job.region if metrics.source == "cloudwatch" else None)
     return mask_text(f"{'metrics':<10} {head} {shown}\n{'':<10} `{command}` shows every epoch")
+
+
+def final_summary(backend: Backend, job: JobInfo, output: str) -> dict[str, Any] | None:
+    """The summary that ends `submit --wait` / `--local`: printed (text), or returned for the JSON's `metrics` key.
+
+    Reading the metrics never changes the command's outcome: a failure to read them is one note on stderr.
+    """
+    from smtrain.errors import UserError
+
+    try:
+        metrics = backend.metrics(job.name)
+    except UserError as exc:
+        click.echo(f"note: no metrics summary: {exc}", err=True)
+        return None
+    if output == "text":
+        click.echo(summary_text(metrics))
+        return None
+    return summary_dict(metrics)
+

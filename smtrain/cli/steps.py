@@ -122,7 +122,7 @@ def finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None =
     """Print the final state of a followed job (`data`, else the job) and exit with its code; with `metrics_of`
     (the job's backend), the summary of its metrics ends it (README "Metrics"), the `metrics` key in JSON; with
     `usage_of` (the same), a text output's last line is the hosts' utilization (README "Utilization")."""
-    from smtrain.cli.metrics_command import final_summary
+    from smtrain.cli.metrics_table import final_summary
     from smtrain.cli.render import dump, job_text
     from smtrain.cli.system_usage import usage_line
 

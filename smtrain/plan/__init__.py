@@ -26,6 +26,8 @@
                      accumulation included), what a wrap does, environment, cost
     choices.py       where a job may run: the one instance, or compute.prefer's fallback list (catalog types),
                      each choice's strategy under the one request, what cannot work for every choice
+    instance_groups.py  a heterogeneous cluster's groups from the catalog (a CPU type outside it: unpriced), the
+                     group the strategy spans and the plan's instance, the group SageMaker's image is for
     job_cost.py      what a job that ran cost: billable seconds x on-demand price x instances, spot's saving
     job_places.py    where a job's things go: the container paths smtrain uses, TensorBoard's S3 places, and
                      the job name's and the bundle URI's stand-ins of the same length
