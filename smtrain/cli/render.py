@@ -35,6 +35,9 @@ def echo_problems(problems: Iterable[Problem], *, label: str = "error") -> None:
 def valid_text(spec_file: str, plan: Plan, local_only: Sequence[Problem] = ()) -> str:
     """validate's verdict: valid, or valid for --local only (naming the fields that make it so)."""
     where = f"({plan.strategy} on {plan.nodes} x {plan.instance.name})"
+    if plan.instance_groups:  # the strategy's group (or the image's) is one of several
+        where = (f"({plan.strategy} on {plan.nodes} x {plan.instance.name}, one of "
+                 f"{len(plan.instance_groups)} instance groups)")
     if not local_only:
         return mask_text(f"{spec_file}: valid {where}")
     fields = ", ".join(dotted(p.path) for p in local_only)

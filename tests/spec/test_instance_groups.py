@@ -158,6 +158,9 @@ def test_plan_and_the_dry_run_show_the_groups_and_a_local_run_or_check_refuses_t
         "                data_group: ml.c5.18xlarge x 2, your script once per host, price unknown; its own channels: train",
         f"                dnn_group: ml.g5.12xlarge x 3, horovod over its 3 host(s), ${3 * g5:,.2f}/h"]
     assert "                not counted: ml.c5.18xlarge, outside the GPU catalog (smtrain knows no price for it)" in lines
+    valid = smtrain("validate", str(spec))
+    assert valid.returncode == 0 and valid.stdout == (
+        f"{spec}: valid (horovod on 3 x ml.g5.12xlarge, one of 2 instance groups)\n"), valid.stdout
     dry = smtrain("submit", str(spec), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "  instances     data_group: 2 x ml.c5.18xlarge, dnn_group: 3 x ml.g5.12xlarge, 30 GB volume" in dry.stdout
