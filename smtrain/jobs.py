@@ -267,7 +267,7 @@ class SystemUsage:
         return not any(h.series for h in self.hosts)
 
     def line(self) -> str | None:
-        """The one line `status` and `wait` end with; None when CloudWatch holds nothing for the job."""
+        """The one line `status` and `wait` end with; None when no figure was recorded for the job."""
         if self.empty:
             return None
         return "; ".join(h.summary_text() for h in self.hosts if h.series)
@@ -275,7 +275,6 @@ class SystemUsage:
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job.name, "status": self.job.status, "source": self.source, "period_seconds": self.period,
                 "hosts": [h.to_dict() for h in self.hosts], "notes": list(self.notes)}
-
 
 
 class Backend(Protocol):
