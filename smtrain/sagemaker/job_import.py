@@ -51,7 +51,7 @@ _NOT_THE_REQUEST = frozenset({
     "SecondaryStatus", "FailureReason", "CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime",
     "SecondaryStatusTransitions", "FinalMetricDataList", "TrainingTimeInSeconds", "BillableTimeInSeconds",
     "BillableTokenCount", "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses", "ProfilingStatus",
-    "WarmPoolStatus", "ResponseMetadata", "OutputModelPackageArn", "ProgressInfo",
+    "WarmPoolStatus", "ResponseMetadata", "OutputModelPackageArn", "ProgressInfo", "MlflowDetails",
     "ProfilerRuleConfigurations"})
 
 

@@ -255,10 +255,11 @@ def test_a_described_job_s_members_all_reach_the_mapping_or_a_note():
         "InputDataConfig": [{"ChannelName": "fs", "DataSource": {"FileSystemDataSource": {
             "FileSystemId": "fs-0abc1234", "FileSystemType": "EFS", "DirectoryPath": "/d",
             "FileSystemAccessMode": "rw"}}}],
-        "MlflowConfig": {"MlflowResourceArn": "arn:x"}, "TrainingJobStatus": "Completed",
+        # A member smtrain has no field for (a serverless job's): named, never dropped in silence.
+        "ServerlessJobConfig": {"BaseModelArn": "arn:x"}, "TrainingJobStatus": "Completed",
     }
     args, inputs = job_arguments(described, [], "code")
     assert args["base_job_name"] == "resnet-experiment-7" and args["max_pending"] == 7200
     assert args["container_entry_point"] == ["python"] and args["enable_sagemaker_metrics"] is False
-    assert args["unread_fields"] == ["MlflowConfig"]
+    assert args["unread_fields"] == ["ServerlessJobConfig"]
     assert inputs["fs"].arguments["file_system_access_mode"] == "rw"

@@ -33,6 +33,7 @@ TUNING = {"objective": "validation:accuracy", "ranges": {"training.learning_rate
 
 # Every pattern-checked place in the schema: a valid sample for it, and the field a newline there is
 # refused at (None: the text is read into a number, so no newline can remain).
+MLFLOW_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team"
 IN_A_VPC = {"network": {"subnets": ["subnet-0abc1234"], "security_groups": ["sg-0abc1234"]}}
 SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "name": ({"name": "mnist<NL>"}, "name"),
@@ -117,6 +118,17 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None]] = {
     "network.subnets[0]": ({"network": {**VPC, "subnets": ["subnet-0abc1234<NL>"]}}, "network.subnets[0]"),
     "network.security_groups[0]": ({"network": {**VPC, "security_groups": ["sg-0abc1234<NL>"]}},
                                    "network.security_groups[0]"),
+    "tracking.mlflow": ({"tracking": {"mlflow": "http://127.0.0.1:5000<NL>"}}, "tracking.mlflow"),
+    "tracking.experiment": ({"tracking": {"mlflow": "http://127.0.0.1:5000", "experiment": "mnist<NL>"}},
+                            "tracking.experiment"),
+    "tracking.run": ({"tracking": {"mlflow": MLFLOW_ARN, "run": "first<NL>"}}, "tracking.run"),
+    "tracking.sagemaker_experiment.experiment": ({"tracking": {"sagemaker_experiment": {"experiment": "e<NL>"}}},
+                                                 "tracking.sagemaker_experiment.experiment"),
+    "tracking.sagemaker_experiment.trial": ({"tracking": {"sagemaker_experiment": {"experiment": "e",
+                                                                                   "trial": "t<NL>"}}},
+                                            "tracking.sagemaker_experiment.trial"),
+    "tracking.sagemaker_experiment.run": ({"tracking": {"sagemaker_experiment": {"experiment": "e", "run": "r<NL>"}}},
+                                          "tracking.sagemaker_experiment.run"),
 }
 
 
