@@ -131,7 +131,9 @@ def finish(job: Any, timed_out: bool, output: str, data: dict[str, Any] | None =
         click.echo(job_text(job))
         if summarise:
             final_summary(metrics_of, job, output)
-        line = usage_line(usage_of, job, catalog(click.get_current_context())) if usage_of is not None else None
+        # The catalog only for a SageMaker job that started: read again, it would repeat a user catalog's notes.
+        wanted = usage_of is not None and job.backend == "sagemaker" and job.started is not None
+        line = usage_line(usage_of, job, catalog(click.get_current_context())) if wanted else None
         if line:
             click.echo(line)
     else:
