@@ -8,7 +8,7 @@ import traceback
 from typing import Any, List, Optional, Sequence
 
 from .contract import container as contract_mod
-from .contract import failure, known_failures
+from .contract import failure, known_failures, mlflow_run
 from .contract.errors import TrainingFailure
 from .contract.log import say
 from .models import names as model_names
@@ -42,6 +42,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
             text = str(exc).strip().splitlines()
             code = _fail(f"unexpected error: {type(exc).__name__}: {text[0] if text else ''}", 1)
+    mlflow_run.end(code)  # before a hard exit, which runs no atexit
     _shutdown_library(run)
     if run.hard_exit:
         exit_now(code)

@@ -19,6 +19,7 @@ from smtrain.bundle.job_requirements import with_added
 from smtrain.bundle.model import Bundle, BundleError, PlannedBundle
 from smtrain.bundle.own_places import default_home
 from smtrain.errors import UserError
+from smtrain.plan import tracking
 from smtrain.plan.build import Plan
 from smtrain.spec.local_uri import local_path
 from smtrain.spec.notebook import NotebookError, is_notebook, notebook_script
@@ -58,6 +59,8 @@ def check_bundle(plan: Plan) -> PlannedBundle:
                           made=made, dependencies=[(plan.base_dir / d).resolve() for d in code.dependencies])
     if plan.keras is not None and plan.keras.requirement:
         planned = with_added(planned, (plan.keras.requirement,), "tensorflow.keras: 2 (Keras 2 through tf_keras)")
+    planned = with_added(planned, tracking.requirements(plan.spec), "tracking.mlflow (the MLflow client for the "
+                         "job's run)")
     if left_out:  # said where the bundle's warnings are said: validate, plan, and before a job is sent
         planned = replace(planned, warnings=(*planned.warnings, *left_out))
     shipped_data = _data_beside_the_code(plan, planned)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from smtrain.plan import tracking
 from smtrain.plan.build import Plan
 from smtrain.spec.tracking import is_arn
 from smtrain.spec.units import format_duration
@@ -79,6 +80,8 @@ def tracking_lines(plan: Plan) -> list[str]:
         how = ("SageMaker-managed (MlflowConfig)" if is_arn(t.mlflow)
                else "MLFLOW_TRACKING_URI" + (", MLFLOW_EXPERIMENT_NAME" if t.experiment else ""))
         lines.append(f"  tracking      MLflow {t.mlflow}{f' ({named})' if named else ''}: {how}")
+        added = ", ".join(tracking.requirements(plan.spec))
+        lines.append(f"                the chief logs one run; requirements.txt gets {added}")
     if t.sagemaker_experiment is not None:
         e = t.sagemaker_experiment
         filed = ", ".join(f"{what} {value}" for what, value in (("trial", e.trial), ("run", e.run)) if value)

@@ -4,11 +4,12 @@ A spec for --local may name local directories (or file:// URIs) for its inputs a
 (smtrain.render) takes them as they are: the request carries the bundle's path, the local output (and
 model_dir under it) and the channels' local URIs where SageMaker's would carry s3:// ones. Everything else
 (every hyperparameter of the TensorFlow contract, MaxRuntimeInSeconds, the container Environment) is exactly
-what SageMaker would receive.
+what SageMaker would receive, but for a SageMaker-managed MLflow (an ARN), which a local run leaves out.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ from smtrain.bundle.model import ARCHIVE_NAME
 from smtrain.bundle.request import Request, make_bundle, make_request, new_job_name
 from smtrain.errors import UserError
 from smtrain.local.channels import local_path
+from smtrain.plan import tracking
 from smtrain.plan.build import Plan
 from smtrain.render.training_request import CODE_CHANNEL, render_training_request
+from smtrain.spec.tracking import is_arn
 
 
 def output_root(plan: Plan) -> Path | None:
@@ -28,12 +31,24 @@ def output_root(plan: Plan) -> Path | None:
     return local_path(plan.spec.output, plan.base_dir)
 
 
+def _without_managed_mlflow(plan: Plan) -> Plan:
+    """A SageMaker-managed MLflow (an ARN) is for SageMaker's hosts: the local run ignores it, as its note says
+    (request_limits.sagemaker_only_notes), so it neither reaches AWS from here nor downloads sagemaker-mlflow."""
+    if not is_arn(plan.spec.tracking.mlflow):
+        return plan
+    tracking_spec = plan.spec.tracking.model_copy(update={"mlflow": None, "experiment": None, "run": None})
+    dropped = {"MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", tracking.SETTINGS} - set(plan.spec.environment)
+    return replace(plan, spec=plan.spec.model_copy(update={"tracking": tracking_spec}),
+                   environment={k: v for k, v in plan.environment.items() if k not in dropped})
+
+
 def local_request(plan: Plan, job_name: str | None = None) -> Request:
     """make_request for a local run: the same bundle, its place under a local output too.
 
     With an s3:// output this is make_request itself (nothing is uploaded by a local run); with a
     local output the bundle's place mirrors SageMaker's: <output>/source/<sha256>/sourcedir.tar.gz.
     """
+    plan = _without_managed_mlflow(plan)
     root = output_root(plan)
     if root is None:
         return make_request(plan, job_name)

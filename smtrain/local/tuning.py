@@ -17,13 +17,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
 from smtrain.local.records import JobStore, iso, read_logs
+from smtrain.plan import tracking
 from smtrain.spec.tuning import range_name
 
 if TYPE_CHECKING:
@@ -202,7 +203,10 @@ def run_trials(tuning: LocalTuning, load_trial: Callable[[dict[str, Any]], Plan]
                 on_start(trial)
             started = time.monotonic()
             try:
-                job = backend.run(local_request(load_trial(trial.values), trial.name))
+                plan = load_trial(trial.values)
+                # As on SageMaker: the trial's MLflow run (if any) goes under the tuning's parent run.
+                plan = replace(plan, environment=tracking.for_tuning(plan.environment, tuning.name))
+                job = backend.run(local_request(plan, trial.name))
             except SpecError as exc:
                 trial.status, trial.failure_reason = "Failed", f"the spec refuses these values: {exc}"
             except KeyboardInterrupt:

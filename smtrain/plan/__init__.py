@@ -35,6 +35,8 @@
                      commit that the job is planned and bundled from as its source_dir
     tuning.py        the tuning job over a Plan (TuningPlan): the objective against the job's metric definitions,
                      ranges as AWS takes them, static hyperparameters, what a tuned rate means, the job's name
+    tracking.py      what tracking.mlflow adds to a job: MLflow's variables, SMTRAIN_MLFLOW (the run's facts the
+                     container cannot know), the pinned MLflow client in its requirements, a trial's parent run
     declared_metrics.py the metrics a model reports beyond loss and accuracy (spec `metrics:`, and literal
                      compile(metrics=...) in the code, read with ast), and the job's MetricDefinitions
 

@@ -328,7 +328,7 @@ def _build(loaded: LoadedSpec, catalog: Catalog, today: date | None, fetch_code:
         warnings += notes
     warnings += program.unused_training_fields(loaded)
     warnings += _missing_local_inputs(loaded)
-    environment, clashes = program.environment(loaded)
+    environment, clashes = program.environment(loaded, tf_image.image_uri)
     problems += clashes
     if git is not None:
         environment, git_clashes, git_notes = git_source.plan_environment(loaded, git, environment)

@@ -19,13 +19,14 @@ from SMTRAIN_<NAME> too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from smtrain.plan import tracking
 from smtrain.plan.job_places import CHECKPOINT_LOCAL_PATH
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.notebook import is_notebook, program_name
 from smtrain.spec.problems import Path_, Problem, dotted
-from smtrain.spec.tracking import is_arn
 
 BUNDLED_ENTRY_POINT = "smtrain_entry.py"
 WRAP_PROGRAM = "smtrain_wrap.py"
@@ -76,9 +77,16 @@ class Variable:
     field: Path_
 
 
-def smtrain_variables(spec: Spec) -> list[Variable]:
+def _version() -> str:
+    import smtrain
+
+    return str(smtrain.__version__)
+
+
+def smtrain_variables(spec: Spec, image_uri: str | None = None, version: str | None = None,
+                      base_dir: Path | None = None) -> list[Variable]:
     """The variables this job's container gets from smtrain (the spec's environment: aside): SMTRAIN_* ones,
-    TF_USE_LEGACY_KERAS, and MLflow's for a tracking URI."""
+    TF_USE_LEGACY_KERAS, and for tracking.mlflow MLflow's own and SMTRAIN_MLFLOW (smtrain.plan.tracking)."""
     code, training, what = spec.code, spec.training, kind(spec)
     found = []
     if what == WRAPPED:
@@ -98,11 +106,15 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
         # smtrain's own code (the entrypoint, the wrap, smtrain_tf.checkpoint_dir()) writes where SageMaker syncs.
         found.append(Variable("SMTRAIN_CHECKPOINT_DIR", str(spec.checkpoint_local_path), ("checkpoint_local_path",)))
     target = spec.tracking.mlflow
-    if target is not None and not is_arn(target):
-        # MLflow's own variables: the job's code (and MLflow in it) logs to the URI (an ARN is MlflowConfig's).
+    if target is not None:
+        # MLflow's own variables: the job's code (and MLflow in it) logs there; an ARN also renders
+        # MlflowConfig, and MLflow takes it as a tracking URI through the sagemaker-mlflow plugin.
         found.append(Variable("MLFLOW_TRACKING_URI", target, ("tracking", "mlflow")))
         if spec.tracking.experiment is not None:
             found.append(Variable("MLFLOW_EXPERIMENT_NAME", spec.tracking.experiment, ("tracking", "experiment")))
+        settings = tracking.settings(spec, image_uri, version or _version(), base_dir)
+        if settings is not None:
+            found.append(Variable(tracking.SETTINGS, settings, ("tracking", "mlflow")))
     if what != BUNDLED and training.gradient_accumulation_steps is not None:
         # The bundled entrypoint gets it as a hyperparameter instead.
         found.append(Variable("SMTRAIN_GRADIENT_ACCUMULATION_STEPS", str(training.gradient_accumulation_steps),
@@ -110,11 +122,11 @@ def smtrain_variables(spec: Spec) -> list[Variable]:
     return found
 
 
-def environment(loaded: LoadedSpec) -> tuple[dict[str, str], list[Problem]]:
+def environment(loaded: LoadedSpec, image_uri: str | None = None) -> tuple[dict[str, str], list[Problem]]:
     """The container environment (the spec's, then smtrain's), and a problem for each spec variable
     that smtrain sets itself for this job: two sources for one value would leave the user guessing."""
     spec = loaded.spec
-    added = smtrain_variables(spec)
+    added = smtrain_variables(spec, image_uri, base_dir=loaded.base_dir)
     problems = [loaded.problem(("environment", v.name), f"smtrain sets {v.name} for this job (from "
                                                         f"{dotted(v.field)}): remove it from environment:")
                 for v in added if v.name in spec.environment]

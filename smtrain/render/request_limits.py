@@ -202,7 +202,8 @@ def sagemaker_only_notes(spec: Spec) -> list[str]:
             notes.append(f"{dotted(path)} ({what}) applies on SageMaker only; this local run ignores it")
     if is_arn(spec.tracking.mlflow):
         notes.append("tracking.mlflow (SageMaker-managed MLflow, MlflowConfig) applies on SageMaker only; this local "
-                     "run ignores it (a tracking URI reaches local hosts as it reaches SageMaker's)")
+                     "run ignores it (with a tracking URI, --set tracking.mlflow=http://HOST:PORT, it logs the same "
+                     "run there)")
     if not spec.output_compression:
         notes.append("output_compression: false (SageMaker uploads the model and output as files) applies on "
                      "SageMaker only; this local run packs model.tar.gz and output.tar.gz as before")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from smtrain.plan import tracking
 from smtrain.plan.tuning import TuningPlan
 from smtrain.render.training_request import render_training_request
 
@@ -38,6 +39,8 @@ def render_tuning_request(tp: TuningPlan, name: str, source_uri: str) -> dict[st
         "AlgorithmSpecification": algorithm,
     }
     definition.update({k: training[k] for k in _AS_TRAINED if k in training})
+    if "Environment" in definition:  # each trial's MLflow run goes under the tuning job's parent run
+        definition["Environment"] = tracking.for_tuning(definition["Environment"], name)
     config: dict[str, Any] = {
         "Strategy": tp.strategy,
         "ResourceLimits": tp.resource_limits(),

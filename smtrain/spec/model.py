@@ -184,10 +184,11 @@ class TrackingSpec(_Model):
 
     mlflow: Line | None = Field(
         None, description="a SageMaker MLflow tracking server's or app's ARN (MlflowConfig), or a tracking URI "
-        "(http(s)://, file:, databricks) the job gets as MLFLOW_TRACKING_URI")
+        "(http(s)://, file:, databricks); the job gets it as MLFLOW_TRACKING_URI and its chief logs one run")
     experiment: MlflowName | None = Field(
         None, description="the MLflow experiment (MlflowExperimentName; MLFLOW_EXPERIMENT_NAME for a URI)")
-    run: MlflowName | None = Field(None, description="the MLflow run's name (MlflowRunName); an ARN's only")
+    run: MlflowName | None = Field(None, description="the MLflow run's name (MlflowRunName for an ARN); default: "
+                                   "the job's name")
     sagemaker_experiment: SageMakerExperimentSpec | None = Field(
         None, description="{experiment, trial, run}: SageMaker Experiments (ExperimentConfig; SDK v2's "
         "fit(experiment_config=...))")

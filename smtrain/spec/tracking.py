@@ -45,9 +45,6 @@ def tracking_problems(spec: Any, problem: Callable[[Path_, str], Problem]) -> li
             out.append(problem(where, "no credentials in the URI: set MLFLOW_TRACKING_USERNAME and "
                                       "MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) under environment:, "
                                       "where smtrain masks them"))
-        if t.run is not None:
-            out.append(problem(("tracking", "run"), "a run name reaches SageMaker-managed MLflow only (MlflowConfig): "
-                                                    "with a tracking URI your script names its runs"))
     if spec.tuning is not None:
         if is_arn(t.mlflow):
             out.append(problem(where, "a tuning job's trials have no MlflowConfig: use a tracking URI, or remove the "

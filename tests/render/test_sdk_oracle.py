@@ -253,7 +253,10 @@ def test_smtrain_renders_varied_specs_as_the_sdk_does(name, tmp_path):
             "MlflowResourceArn": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team",
             "MlflowExperimentName": "mnist", "MlflowRunName": "first"}
         assert ours["ExperimentConfig"] == {"ExperimentName": "mnist-exp", "TrialName": "t1", "RunName": "r1"}
-        assert not any(k.startswith("MLFLOW_") for k in ours.get("Environment", {}))
+        # The ARN is also MLflow's tracking URI in the job (through sagemaker-mlflow), for the chief's run.
+        assert {k: v for k, v in ours["Environment"].items() if k.startswith("MLFLOW_")} == {
+            "MLFLOW_TRACKING_URI": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team",
+            "MLFLOW_EXPERIMENT_NAME": "mnist"}
     if name == "tracking_uri":
         assert "MlflowConfig" not in ours and ours["ExperimentConfig"] == {"ExperimentName": "mnist-exp"}
         assert {k: v for k, v in ours["Environment"].items() if k.startswith("MLFLOW_")} == {

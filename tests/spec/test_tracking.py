@@ -4,6 +4,7 @@ against SDK v2 is tests/render/test_sdk_oracle.py's (tracking_* cases), the live
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,6 @@ def test_an_mlflow_target_is_an_arn_or_a_tracking_uri(tmp_path, target):
     ({"experiment": "mnist"}, {}, "tracking.experiment: tracking.experiment names MLflow's experiment: set "
                                   "tracking.mlflow too"),
     ({"run": "r"}, {}, "tracking.run: tracking.run names MLflow's run"),
-    ({"mlflow": "http://127.0.0.1:5000", "run": "r"}, {}, "tracking.run: a run name reaches SageMaker-managed MLflow "
-                                                          "only"),
     ({"mlflow": ARN}, {"tuning": TUNING}, "tracking.mlflow: a tuning job's trials have no MlflowConfig"),
     ({"sagemaker_experiment": {"experiment": "e"}}, {"tuning": TUNING},
      "tracking.sagemaker_experiment: a tuning job's trials have no ExperimentConfig"),
@@ -102,7 +101,7 @@ def test_the_plan_says_where_runs_go_and_a_local_run_notes_an_arn(tmp_path):
         "tracking.sagemaker_experiment (SageMaker Experiments' trial component of the job) applies on SageMaker only; "
         "this local run ignores it",
         "tracking.mlflow (SageMaker-managed MLflow, MlflowConfig) applies on SageMaker only; this local run ignores it "
-        "(a tracking URI reaches local hosts as it reaches SageMaker's)"]
+        "(with a tracking URI, --set tracking.mlflow=http://HOST:PORT, it logs the same run there)"]
     uri = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"},
                                 "tracking": {"mlflow": "file:./mlruns", "experiment": "mnist"}}, name="uri.yaml")
     plan = build_plan(load_spec(uri, env={}), CATALOG)
@@ -111,3 +110,90 @@ def test_the_plan_says_where_runs_go_and_a_local_run_notes_an_arn(tmp_path):
     assert sagemaker_only_notes(plan.spec) == []
     assert "  tracking      MLflow file:./mlruns (experiment mnist): MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME" in \
         smtrain("plan", str(uri)).stdout.splitlines()
+
+
+# -- what the job gets for its run: MLflow's variables, SMTRAIN_MLFLOW, the MLflow client -------------------------
+
+def _plan(tmp_path: Path, tracking: dict[str, Any], name: str = "job.yaml", **more: Any):
+    spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}, "tracking": tracking, **more},
+                      name=name)
+    return build_plan(load_spec(spec, env={}), CATALOG)
+
+
+def _requirements(plan) -> str:
+    from smtrain.bundle.request import check_bundle
+
+    found = [f for f in check_bundle(plan).files if f.path == "requirements.txt"]
+    if not found:
+        return ""
+    return (found[0].content or Path(found[0].source).read_bytes()).decode()
+
+
+def test_a_uri_job_gets_mlflows_variables_its_facts_and_the_pinned_client(tmp_path):
+    import smtrain as library
+
+    plan = _plan(tmp_path, {"mlflow": "http://127.0.0.1:5000", "experiment": "mnist", "run": "first"},
+                 output="s3://bucket/out")
+    env = preview_request(plan)["Environment"]
+    assert env["MLFLOW_TRACKING_URI"] == "http://127.0.0.1:5000" and env["MLFLOW_EXPERIMENT_NAME"] == "mnist"
+    assert json.loads(env["SMTRAIN_MLFLOW"]) == {"image": plan.image_uri, "smtrain": library.__version__,
+                                                 "output": "s3://bucket/out", "run": "first"}
+    assert plan.image_uri and "tensorflow-training" in plan.image_uri
+    assert _requirements(plan) == ("# added by smtrain: tracking.mlflow (the MLflow client for the job's run)\n"
+                                   "mlflow-skinny==3.17.2\n")
+    shown = smtrain("plan", str(tmp_path / "job.yaml")).stdout.splitlines()
+    assert "                the chief logs one run; requirements.txt gets mlflow-skinny==3.17.2" in shown
+
+
+def test_an_arn_job_gets_the_arn_as_tracking_uri_and_the_sagemaker_plugin(tmp_path):
+    plan = _plan(tmp_path, {"mlflow": ARN, "experiment": "mnist"})
+    request = preview_request(plan)
+    assert request["MlflowConfig"] == {"MlflowResourceArn": ARN, "MlflowExperimentName": "mnist"}
+    assert request["Environment"]["MLFLOW_TRACKING_URI"] == ARN
+    assert "run" not in json.loads(request["Environment"]["SMTRAIN_MLFLOW"])  # the job's name names it
+    assert _requirements(plan).splitlines()[1:] == ["mlflow-skinny==3.17.2", "sagemaker-mlflow==0.5.0"]
+
+
+def test_a_local_output_is_the_models_place_on_this_machine(tmp_path):
+    plan = _plan(tmp_path, {"mlflow": "http://127.0.0.1:5000"}, output="out")
+    settings = json.loads(preview_request(plan)["Environment"]["SMTRAIN_MLFLOW"])
+    assert settings["output"] == str((tmp_path / "out").resolve())
+
+
+def test_a_users_own_mlflow_line_is_kept_and_no_tracking_adds_nothing(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('hi')\n")
+    (tmp_path / "src" / "requirements.txt").write_text("mlflow-skinny>=2.9\n")
+    own = {"code": {"source_dir": "src", "entry_point": "train.py"}}
+    plan = _plan(tmp_path, {"mlflow": ARN}, **own)
+    assert _requirements(plan) == ("mlflow-skinny>=2.9\n# added by smtrain: tracking.mlflow (the MLflow client for "
+                                   "the job's run)\nsagemaker-mlflow==0.5.0\n")
+    untracked = _plan(tmp_path, {}, name="none.yaml", **own)
+    assert _requirements(untracked) == "mlflow-skinny>=2.9\n"
+    assert not any(k.startswith(("MLFLOW_", "SMTRAIN_MLFLOW")) for k in preview_request(untracked).get("Environment",
+                                                                                                     {}))
+
+
+def test_each_trial_names_the_tuning_job_whose_parent_run_it_is_under(tmp_path):
+    from smtrain.plan.tuning import build_tuning_plan
+    from smtrain.render.tuning_request import render_tuning_request
+
+    spec = write_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge"}, "tuning": TUNING,
+                                 "tracking": {"mlflow": "https://mlflow.example.com", "run": "same-for-all"}})
+    loaded = load_spec(spec, env={})
+    tp = build_tuning_plan(loaded, build_plan(loaded, CATALOG))
+    request = render_tuning_request(tp, "tune-1", "s3://bucket/source.tar.gz")
+    settings = json.loads(request["TrainingJobDefinition"]["Environment"]["SMTRAIN_MLFLOW"])
+    assert settings["tuning"] == "tune-1" and "run" not in settings
+
+
+def test_a_local_run_of_an_arn_job_leaves_managed_mlflow_out(tmp_path):
+    from smtrain.local.request import local_request, render_local
+
+    plan = _plan(tmp_path, {"mlflow": ARN, "experiment": "mnist"}, output="out",
+                 inputs={"train": str(tmp_path)})
+    request = local_request(plan, "local-1")
+    body = render_local(request)
+    assert "MlflowConfig" not in body
+    assert not any(k.startswith(("MLFLOW_", "SMTRAIN_MLFLOW")) for k in body.get("Environment", {}))
+    assert "requirements.txt" not in {f.path for f in request.bundle.files}

@@ -10,5 +10,6 @@ Pure Python (no TensorFlow), so a broken contract fails in well under a second.
     failure.py          the failure file (SageMaker's FailureReason)
     known_failures.py   TensorFlow errors with a known cause, as one-line failures
     log.py              the program's output lines, each in one write
+    mlflow_run.py       the job's one MLflow run (tracking.mlflow), logged by the chief
     user_hooks.py       `module:function` hooks in the user's source directory, found and called
 """

@@ -43,7 +43,10 @@ def write_failure(reason: str, environ: Optional[Mapping[str, str]] = None) -> O
 
 def report(reason: str) -> str:
     """Say the reason on stderr as `ERROR: ...` and write it to the failure file; return the line."""
+    from . import mlflow_run
+
     line = one_line(reason)
+    mlflow_run.failed()  # the job's MLflow run, if any, ends FAILED
     print(f"ERROR: {line}", file=sys.stderr, flush=True)
     write_failure(line)
     return line

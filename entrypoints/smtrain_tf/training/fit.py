@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from ..check import settings as check_settings
-from ..contract import failure, known_failures
+from ..contract import failure, known_failures, mlflow_run
 from ..contract.container import Contract
 from ..distribute.choice import DEFAULT, PS
 from ..distribute.distribution import Distribution, describe
@@ -166,6 +166,10 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
         f"epochs={epochs} checkpoints={checkpointer.directory if checkpointer else 'off'} chief={dist.is_chief} "
         f"steps_per_execution={1 if hooks.batches else config.steps_per_execution}")
     emit = say if dist.is_chief else (lambda line: None)
+    if dist.is_chief:  # the job's MLflow run (if any): a later fit call adds no param the first logged
+        mlflow_run.begin({"replicas": dist.num_replicas, "workers": dist.num_workers, "strategy": dist.kind,
+                          "global_batch": stream.global_batch or "as batched",
+                          "learning_rate": optimization.current_learning_rate(optimizer)}, say)
     summaries = (Summaries(_numbered(contract.tensorboard_dir, _calls))
                  if dist.is_chief and contract.tensorboard_dir else None)
     hooks.train_begin()

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..check import settings as check_settings
+from ..contract import mlflow_run
 from ..contract.errors import NonFiniteLoss
 from ..distribute.distribution import Distribution
 from . import metrics
@@ -167,6 +168,8 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
                                   rate, time.time() - started_at, cfg.fit_call)
         last = metrics.fields(line)
         emit(line)
+        if dist.is_chief:
+            mlflow_run.epoch(last, cfg.fit_call)
         if summaries is not None:
             summaries.epoch(progress.epoch - 1, train_values, val_values, learning_rate, rate)
         _save(checkpointer, progress, emit)

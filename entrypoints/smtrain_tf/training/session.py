@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from .. import scaling
 from ..check import settings as check_settings
+from ..contract import mlflow_run
 from ..contract.container import TRAIN_CHANNEL, VALIDATION_CHANNEL, Contract
 from ..contract.errors import ConfigurationError, DataError
 from ..contract.hyperparameters import is_hook
@@ -228,6 +229,10 @@ class TrainingSession:
         runner = self._training_input(steps)
         validation = self._validation_input()
         self.say(self._config_line(measures, bundle, optimizer))
+        if self.dist.is_chief:
+            mlflow_run.begin({"replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
+                              "strategy": self.dist.kind, "global_batch": self.effective_batch,
+                              "learning_rate": self.learning_rate, "model": hp("model")}, self.say)
         config = LoopConfig(epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch,
                             steps_per_execution=hp("steps_per_execution"),
                             checkpoint_every_steps=hp("checkpoint_every_steps"),

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ..contract import mlflow_run
 from ..training import metrics
 from ..training.optimization import current_learning_rate
 from ..training.summaries import Summaries, numbered
@@ -68,6 +69,10 @@ def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int
             super().__init__()
             self._began = time.perf_counter()
 
+        def on_train_begin(self, logs: Optional[Mapping[str, Any]] = None) -> None:
+            # The rate as the script's optimizer holds it once the wrap scaled it (if a rule asked it to).
+            mlflow_run.log_params({"learning_rate": current_learning_rate(self.model.optimizer)})
+
         def on_train_end(self, logs: Optional[Mapping[str, Any]] = None) -> None:
             if summaries is not None:
                 summaries.close()
@@ -82,8 +87,10 @@ def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int
                 step = (epoch + 1) * int((self.params or {}).get("steps") or 0)
             rate = examples_per_epoch / seconds if examples_per_epoch else None
             learning_rate = current_learning_rate(self.model.optimizer)
-            ctx.say(line_from_logs(epoch + 1, step, dict(logs or {}), learning_rate, rate,
-                                   time.time() - ctx.started_at, call))
+            line = line_from_logs(epoch + 1, step, dict(logs or {}), learning_rate, rate,
+                                  time.time() - ctx.started_at, call)
+            ctx.say(line)
+            mlflow_run.epoch(metrics.fields(line), call)
             if summaries is not None:
                 validation = _values(dict(logs or {}), True)
                 summaries.epoch(epoch, _values(dict(logs or {}), False), validation or None, learning_rate,

@@ -13,6 +13,7 @@ import functools
 from typing import Any, Callable, Optional
 
 from ..check import settings as check_settings
+from ..contract import mlflow_run
 from . import batch_size, check_fit, check_rest, epoch_lines, fit_inputs, fit_tuning
 from .context import WrapContext
 
@@ -40,6 +41,8 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
                 check_rest.record(lambda: check_fit.fit(keras, ctx, self, given, location))
             given = check_rest.cut(given, checking.steps)
         given, examples = batch_size.scale_batches(ctx, given, location)
+        if ctx.is_chief:  # the job's MLflow run (if any) keeps the first fit's
+            mlflow_run.log_params({"global_batch": given.get("batch_size") or "as the script batched"})
         accumulation = ctx.contract.hp("gradient_accumulation_steps")
         if accumulation > 1:
             ctx.say_once(f"wrap: note: {location}: gradient_accumulation_steps={accumulation} is not applied: "

@@ -15,7 +15,7 @@ import traceback
 from typing import List, Optional, Sequence
 
 from ..check import settings as check_settings
-from ..contract import container, failure, known_failures
+from ..contract import container, failure, known_failures, mlflow_run
 from ..contract.errors import TrainingFailure
 from ..contract.log import say, track_lines
 from ..distribute.choice import DEFAULT, MWMS
@@ -43,6 +43,8 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
     _api.adopt(dist)
     shown = os.path.relpath(wanted.script, code_dir) if wanted.script.startswith(code_dir + os.sep) else wanted.script
     say(strategy.describe(dist, shown))
+    if dist.is_chief:
+        mlflow_run.begin({"replicas": dist.num_replicas, "workers": dist.num_workers, "strategy": dist.kind}, say)
     if dist.kind != DEFAULT:
         import tensorflow as tf
 
@@ -121,6 +123,7 @@ def main(code_dir: str, argv: Optional[Sequence[str]] = None) -> int:
         traceback.print_exc()
         return _fail(f"the wrap could not start the script: {type(exc).__name__}: {exc}", 1)
     code = _run_script(ctx, args, code_dir)
+    mlflow_run.end(code)  # before a hard exit, which runs no atexit
     from .saving import remove_worker_saves
 
     remove_worker_saves()
