@@ -22,6 +22,7 @@
     metrics_table.py  a job's metrics per epoch as a text table, JSON, CSV, and the summary that ends
                      `submit --wait` / `--local`
     metrics_plot.py  `metrics --plot`: loss and accuracy charts in the terminal (plotext, imported only there)
+    job_scaling.py  `metrics`' scaling line: a job's examples/s against an earlier one-replica job of its spec
     system_usage.py  `metrics --system`: each host's CPU, memory, GPU and disk use (table, CSV, chart), and the
                      utilization line `status` and `wait` end with
     tune_local.py  `tune --local`: a line per trial, the table of trials with the best marked, exit code

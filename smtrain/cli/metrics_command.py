@@ -1,6 +1,7 @@
 """`smtrain metrics JOB`: a job's metric series per epoch (CloudWatch for SageMaker jobs, the host logs for
-local ones), as a table, JSON or CSV, followed until the job ends, or drawn in the terminal; with --system, each
-host's CPU, memory and GPU use (smtrain.cli.system_usage).
+local ones), as a table, JSON or CSV, followed until the job ends, or drawn in the terminal, with how its
+examples/s scaled against an earlier one-replica job (smtrain.cli.job_scaling); with --system, each host's CPU,
+memory and GPU use (smtrain.cli.system_usage).
 
 Exit codes: 0 when the metrics were shown, a job with none (yet) included (it says so on stderr);
 with --follow, the job's own code once it has ended (1 Failed, 3 Stopped), as `logs --follow`;
@@ -37,13 +38,15 @@ def _plot(metrics: JobMetrics) -> None:
         click.echo(text)
 
 
-def _show(metrics: JobMetrics, output: str, plot: bool) -> None:
+def _show(metrics: JobMetrics, output: str, plot: bool, backend: Backend) -> None:
     from smtrain.cli import metrics_table as table
+    from smtrain.cli.job_scaling import scaling
     from smtrain.cli.render import dump
 
     names, rows = table.columns(metrics), table.rows(metrics)
+    scaled = scaling(backend, metrics) if rows and output != "csv" else None
     if output in ("json", "yaml"):
-        dump(table.metrics_dict(metrics), output)
+        dump({**table.metrics_dict(metrics), "scaling": scaled.to_dict() if scaled else None}, output)
         return
     for note in metrics.notes:  # what was read and left out is said, not dropped in silence
         click.echo(f"note: {note}", err=True)
@@ -60,6 +63,8 @@ def _show(metrics: JobMetrics, output: str, plot: bool) -> None:
         click.echo(table.header_line(names))
         for line in table.table_lines(rows, names):
             click.echo(line)
+        if scaled is not None:
+            click.echo(f"scaling  {scaled.line()}")
     if plot and rows:
         _plot(metrics)
 
@@ -171,4 +176,4 @@ def metrics(job: str, follow: bool, host: str | None, plot: bool, system: bool, 
         with reattach_on_interrupt(job, reattach_command("metrics", job, "--follow", region=region)):
             info = follow_metrics(backend, job, host, output)
         click.get_current_context().exit(exit_code_for(info))
-    _show(backend.metrics(job, host), output, plot)
+    _show(backend.metrics(job, host), output, plot, backend)

@@ -146,3 +146,50 @@ def test_a_local_tuning_of_two_trials_leaves_a_parent_and_two_children(tmp_path,
     for child in children:
         assert child.info.status == "FINISHED"
         assert_history_is_smtrain_metrics(mlflow_server, child, _metric_rows(tmp_path, child.info.run_name))
+
+
+# A script with smtrain_tf's helper that also logs to MLflow itself, in the form SageMaker's MLflow examples take
+# (its own run around the training, its arguments as params; none copied).
+HELPER_WITH_OWN_RUN = '''\
+import argparse
+
+import mlflow
+import numpy as np
+import smtrain_tf
+import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=1)
+parser.add_argument("--model_dir")
+args = parser.parse_args()
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(256, 8)).astype("float32")
+y = (x.sum(axis=1) > 0).astype("int64")
+with mlflow.start_run(run_name="my-own-run"):
+    mlflow.log_params({"epochs": args.epochs, "units": 16})
+    with smtrain_tf.strategy().scope():
+        model = tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                     tf.keras.layers.Dense(2, activation="softmax")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    history = smtrain_tf.fit(model, (x, y), epochs=args.epochs, batch_size_per_replica=32)
+    mlflow.log_metric("final_loss", history.history["loss"][-1])
+    smtrain_tf.save(model)
+'''
+
+
+def test_a_helper_script_that_logs_its_own_run_keeps_it_beside_smtrains(tmp_path, mlflow_server, digits):
+    spec = write_job(tmp_path, HELPER_WITH_OWN_RUN, {}, hyperparameters={"epochs": 2},
+                     compute={"instance_type": "ml.g5.12xlarge", "max_run": 600})
+    code, log = _submit(tmp_path, spec, "helper-1", mlflow_server, "helper", digits)
+    assert code == 0, log[-4000:]
+    runs = {r.info.run_name: r for r in mlflow_server.runs("helper")}
+    assert sorted(runs) == ["helper-1", "my-own-run"]  # smtrain's (named for the job) and the script's own
+    ours, theirs = runs["helper-1"], runs["my-own-run"]
+    assert ours.info.status == theirs.info.status == "FINISHED"
+    assert {k: ours.data.params[k] for k in ("replicas", "strategy", "global_batch", "hp.epochs")} == {
+        "replicas": "4", "strategy": "mirrored", "global_batch": "128", "hp.epochs": "2"}  # 4 GPUs of a g5.12xlarge
+    assert theirs.data.params == {"epochs": "2", "units": "16"} and "final_loss" in theirs.data.metrics
+    assert ours.data.tags["smtrain.script_run"] == theirs.info.run_id
+    assert theirs.data.tags["smtrain.job_run"] == ours.info.run_id
+    assert_history_is_smtrain_metrics(mlflow_server, ours, _metric_rows(tmp_path, "helper-1"))

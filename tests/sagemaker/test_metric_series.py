@@ -59,7 +59,8 @@ def test_the_chiefs_series_per_epoch_without_progress_points_and_other_hosts_on_
     assert shown.code == 0, shown.output
     data = json.loads(shown.stdout)
     assert set(data) == {"job", "backend", "status", "source", "host", "hosts", "metrics", "epochs", "final",
-                         "notes"}
+                         "notes", "scaling"}
+    assert data["scaling"] is None  # no examples/s, no earlier one-replica job
     assert (data["job"], data["backend"], data["source"], data["host"], data["hosts"]) == \
         ("m-two-hosts", "sagemaker", "cloudwatch", "algo-1", ["algo-1", "algo-2"])
     # In MetricDefinitions order; train:epoch is the rows' key; examples_per_sec was never published.

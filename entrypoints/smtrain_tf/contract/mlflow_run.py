@@ -21,7 +21,8 @@ one at once (SageMaker's parallel trials) both keep the earliest made and the ot
 hosts' clocks disagree may each keep their own for a while, and each moves under the earliest as it ends.
 
 The run is MlflowClient's, never the fluent API's active run: a script that logs to MLflow itself keeps its own
-runs as they are. Tracking is advisory: MLflow missing or its server unreachable is one line, and the training
+run, in the same experiment (MLflow reads MLFLOW_EXPERIMENT_NAME too), and at the end the two runs name each
+other in a tag. Tracking is advisory: MLflow missing or its server unreachable is one line, and the training
 goes on. MLflow's HTTP retries are shortened (3 retries 1, 2 and 4 s apart, 30 s a request) where the job
 has not set its own (MLflow's own default waits minutes on a server that is down).
 """
@@ -268,6 +269,7 @@ def end(exit_code: Optional[int] = None) -> None:
     try:
         if output and job and run.status == "FINISHED":
             run.client.set_tag(run.run_id, "model_uri", f"{output}/{job}/output/model.tar.gz")
+        _meet_the_scripts_run(run)
         run.client.set_terminated(run.run_id, status=run.status)
         if run.parent_id:  # the parent ends with its last trial: each trial's end moves its end time on
             _settle_parent(run)
@@ -276,6 +278,18 @@ def end(exit_code: Optional[int] = None) -> None:
         _stop(run, "run end", exc)
         return
     run.say(f"tracking: MLflow run {run.run_id} {run.status}")
+
+
+def _meet_the_scripts_run(run: _Run) -> None:
+    """A script that logs to MLflow itself (mlflow.start_run, autolog) keeps its run; the two point at each other:
+    smtrain's run's `smtrain.script_run` tag names the script's, the script's `smtrain.job_run` names smtrain's."""
+    fluent = sys.modules.get("mlflow")
+    last = getattr(fluent, "last_active_run", None)
+    found = last() if callable(last) else None
+    if found is None or found.info.run_id == run.run_id:
+        return
+    run.client.set_tag(run.run_id, "smtrain.script_run", found.info.run_id)
+    run.client.set_tag(found.info.run_id, "smtrain.job_run", run.run_id)
 
 
 def _stop(run: _Run, what: str, exc: BaseException) -> None:
