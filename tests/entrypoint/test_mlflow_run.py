@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import free_port
 from tests.support import mlflow_server as mlflow_support
 from tests.support.mlflow_server import MlflowServer
 
@@ -152,12 +153,7 @@ def test_two_trials_that_start_at_once_keep_one_parent(mlflow_server, tmp_path):
 
 
 def test_a_server_that_does_not_answer_is_one_line_and_the_program_goes_on(tmp_path):
-    import socket
-
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = _env(MlflowServer(f"http://127.0.0.1:{port}", tmp_path), "nowhere", tmp_path)
+    env = _env(MlflowServer(f"http://127.0.0.1:{free_port()}", tmp_path), "nowhere", tmp_path)  # nobody listens
     env["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"  # the job's own setting wins over smtrain's shorter default
     done = _run(env)
     assert done.returncode == 0 and "done" in done.stdout

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,15 +20,10 @@ from pathlib import Path
 import pytest
 
 from tests.spec.inprocess import run
+from tests.support import free_port
 from tests.support.moto_server import BUCKET, CANARY_ACCESS_KEY, CANARY_SECRET_KEY, REGION, live_spec
 
 pytestmark = pytest.mark.slow  # a server process of its own
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +31,7 @@ def plain_moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # moto[server]'s script, beside this interpreter (the project's venv) or on the PATH
     program = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
     assert program is not None, "moto[server] provides moto_server"
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("moto") / "server.log"
     with open(log, "wb") as out:

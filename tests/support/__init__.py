@@ -15,3 +15,13 @@ def like_a_terminal() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 the kernel handed out and that was released again: for a server a test starts (which
+    could lose it to another process in between; none here asks for a port of its own)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -2,16 +2,15 @@
 
 Its store is SQLite in a temporary directory and its artifacts a directory beside it; it is started by the
 `mlflow` command of the test environment (the test extra pins MLflow) and stopped at the end of the session.
-The port is one the kernel handed out and released just before: the server is asked for /health until it
-answers (its first start migrates the database: about 15 s here), and a server that exits or stays silent
-for two minutes fails the test that asked for it with its last lines.
+The port is one the kernel handed out and released just before (tests.support.free_port): the server is asked
+for /health until it answers (its first start migrates the database: about 15 s here), and a server that exits
+or stays silent for two minutes fails the test that asked for it with its last lines.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support import free_port
 
 START_SECONDS = 120.0
 
@@ -45,18 +46,12 @@ class MlflowServer:
         return sorted(runs, key=lambda r: (r.info.start_time, r.info.run_id))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
     command = shutil.which("mlflow", path=os.path.dirname(sys.executable))
     assert command, "the test extra installs MLflow (its `mlflow` command beside this Python)"
     root = tmp_path_factory.mktemp("mlflow")
-    port = _free_port()
+    port = free_port()
     log = (root / "server.log").open("w")
     proc = subprocess.Popen([command, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
                              "--backend-store-uri", f"sqlite:///{root / 'store.db'}",
