@@ -81,12 +81,13 @@ def _off(say: Callable[[str], None], what: str, exc: BaseException) -> None:
 
 def _common_params(settings: Mapping[str, Any], environ: Mapping[str, str]) -> Dict[str, Any]:
     params: Dict[str, Any] = {"job": environ.get("TRAINING_JOB_NAME", "")}
-    try:
+    try:  # resourceconfig.json as SageMaker's toolkit passes it on
         resources = json.loads(environ.get("SM_RESOURCE_CONFIG") or "{}")
     except ValueError:
         resources = {}
-    params["instance_type"] = resources.get("current_instance_type") or environ.get("SM_CURRENT_INSTANCE_TYPE", "")
-    params["hosts"] = len(resources.get("hosts") or []) or len(json.loads(environ.get("SM_HOSTS") or "[]"))
+    resources = resources if isinstance(resources, dict) else {}
+    params["instance_type"] = resources.get("current_instance_type", "")
+    params["hosts"] = len(resources.get("hosts") or [])
     params["gpus_per_host"] = environ.get("SM_NUM_GPUS", "")
     params["image"] = settings.get("image") or ""
     params["smtrain_version"] = settings.get("smtrain") or ""
@@ -191,6 +192,7 @@ def begin(params: Mapping[str, Any], say: Callable[[str], None], environ: Option
     log_params(params)
 
 
+
 def log_params(params: Mapping[str, Any]) -> None:
     run = _state["run"]
     if run is None:
@@ -231,19 +233,19 @@ def epoch(values: Mapping[str, str], fit_call: int = 1) -> None:
         return
     from mlflow.entities import Metric
 
-    step = int(float(values.get("epoch", 0)))
     prefix = f"fit{fit_call}/" if fit_call > 1 else ""
     now = int(time.time() * 1000)
     items = []
-    for name, text in values.items():
-        if name in ("epoch", "fit"):
-            continue
-        try:
-            number = float(text)
-        except ValueError:
-            continue
-        items.append(Metric(_key(prefix + metric_name(name)), number, now, step))
     try:
+        step = int(values.get("epoch", 0))
+        for name, text in values.items():
+            if name in ("epoch", "fit"):
+                continue
+            try:
+                number = float(text)
+            except ValueError:
+                continue  # not a number: nothing to plot
+            items.append(Metric(_key(prefix + metric_name(name)), number, now, step))
         run.client.log_batch(run.run_id, metrics=items)
     except Exception as exc:  # noqa: BLE001
         _stop(run, "metrics", exc)
