@@ -35,8 +35,8 @@ Shared by every stage, and importing nothing above them:
     exit_codes.py  the process exit codes CI relies on
     jobs.py        what a backend reports about a job (JobInfo, LogEvent, Backend, metric series by epoch),
                    polling knobs
-    redact.py      secret masking for everything printed or written for people: mask_data, mask_text
-    secret_values.py  the known secret values, found in text in one pass (redact's index)
+    redact/        secret masking for everything printed or written for people: mask_data, mask_text, and the
+                   known secret values found in text in one pass (secret_values.py, its index)
     terminal_text.py  a job's output line as a terminal shows it, with nothing a terminal would act on
     aws.py         talking to AWS: the default region (read without boto3), boto3 sessions with retries and
                    timeouts, AWS errors as one actionable line (both backends use it)

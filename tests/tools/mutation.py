@@ -92,7 +92,7 @@ GROUPS = (
     ),
     Group("sagemaker-create", ("smtrain/sagemaker/create.py",), ("tests/sagemaker/test_submit_parts.py",)),
     Group("check-verdict", ("smtrain/local/check_verdict.py",), ("tests/local/test_check_verdict.py",)),
-    Group("redact", ("smtrain/redact.py", "smtrain/secret_values.py"), ("tests/test_redact.py",)),
+    Group("redact", ("smtrain/redact/__init__.py", "smtrain/redact/secret_values.py"), ("tests/test_redact.py",)),
 )
 
 # tests/plan holds three slow files (a real plan of big inputs, the catalog CLI, the SDK v3 venv): left out.

@@ -7,7 +7,7 @@ What counts as secret:
 - known values: those of secret-looking variables of this process (AWS credentials among them),
   read on first use, and those of secret-looking names in the spec, registered with
   :func:`remember` as soon as the spec is read; and, under any name, a value that is whole an AWS
-  secret access key's shape (:func:`secret_shaped`); smtrain.secret_values says which are searched for
+  secret access key's shape (:func:`secret_shaped`); smtrain.redact.secret_values says which are searched for
   inside free text (at least 6 letters or digits; under 16 characters only as a whole token);
 - value shapes, whatever the name: AWS access key ids (AKIA/ASIA) and the 40-character secret keys
   in the same text, private key blocks, the password of a URL, well-known token formats, bearer
@@ -20,6 +20,11 @@ Masking is structural: :func:`mask_data` changes only the string values of the d
 rendered (so JSON and YAML stay valid; a value under a secret-looking key becomes ``****`` whole),
 :func:`mask_text` masks a finished message, traceback or log line, and :class:`StreamMasker` masks a
 stream line by line, where a private key block spans lines.
+
+    __init__.py       the masking itself (this module): looks_secret, remember, mask_data, mask_text, StreamMasker
+    secret_values.py  the known secret values, found in text in one pass (the index mask_text searches with)
+
+May import: the shared modules at smtrain's top (terminal_text), never a stage.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from smtrain.secret_values import KnownValues
+from smtrain.redact.secret_values import KnownValues
 from smtrain.terminal_text import as_shown, shown_text
 
 MASK = "****"
