@@ -143,6 +143,28 @@ def test_every_package_has_a_map_naming_each_of_its_modules(package: str) -> Non
     assert "May import" in doc
 
 
+def _click_commands(path: Path) -> list[str]:
+    """The functions of `path` that a click decorator (`@click.command`, `@click.group`, `@main.command`) makes
+    a command."""
+    def is_command(decorator: ast.expr) -> bool:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        return isinstance(target, ast.Attribute) and target.attr in ("command", "group")
+
+    return [node.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef) and any(is_command(d) for d in node.decorator_list)]
+
+
+def test_the_cli_has_one_module_per_command_group() -> None:
+    # commands.py is the group itself (and `completion`, which prints the group's script); every other command
+    # lives in a module named for its group, so a reader finds `submit` in submit_command.py.
+    found = {path.name: _click_commands(path) for path in sorted((ROOT / "smtrain" / "cli").glob("*.py"))}
+    assert found.pop("commands.py") == ["main", "completion"]
+    misplaced = {name: commands for name, commands in found.items()
+                 if commands and not name.endswith(("_command.py", "_commands.py"))}
+    assert misplaced == {}
+    assert sum(len(commands) for commands in found.values()) >= 15  # every command is somewhere
+
+
 def test_only_the_entry_imports_the_cli() -> None:
     # The command line is the top of the house: a stage that reached into it would pull click and the
     # commands into library code (and the backwards-import check counts smtrain.__main__ as cli).

@@ -1,7 +1,12 @@
 """The command line: click commands over the library (smtrain.api), and how results are shown.
 
-    commands.py  the click group and its commands (tune's, metrics', check's added): parse, call the library, print,
-                 exit code; `submit --check` runs check_command's check first
+    commands.py  the `smtrain` group: its global options, `completion`, and every command group's module added
+    spec_commands.py  `validate`, `plan`, `schema`: the spec checked, every decision shown, its JSON Schema
+    submit_command.py  `smtrain submit SPEC`: to SageMaker or here (--local); `--check` runs check_command's first
+    job_commands.py  following jobs: `status`, `list`, `logs`, `wait`, `stop`
+    tensorboard_command.py  `smtrain tensorboard JOB`: a job's event files, and TensorBoard on them
+    instances_command.py  `smtrain instances`: the GPU catalog with prices, filtered
+    init_command.py  `smtrain init`: a starting spec for a script of yours, or an example's
     steps.py     what commands share: spec + every --set, catalog, the library's checks shown, follow a job
     options.py   the arguments and options several commands take (SPEC, --set, --strict, --timeout, --region, -o)
     guard.py     known failures as a message and an exit code, the same for every command (--debug: traceback);

@@ -1,7 +1,7 @@
 """`smtrain check SPEC`: the job's first steps on one device and in the planned layout, compared (smtrain.check).
 
 Exit 0 equivalent, 1 not equivalent, 2 bad input or a job that cannot be checked (the reason says what
-would make it checkable). `submit --check` runs the same first (cli.commands).
+would make it checkable). `submit --check` runs the same first (cli.submit_command).
 """
 
 from __future__ import annotations
