@@ -78,13 +78,14 @@ def create_env(env_dir: Path, base_python: str) -> Path:
 
 def _for_this_tensorflow(line: str, tensorflow: str | None) -> str | None:
     """An added tf-keras line matched to the TensorFlow this machine runs (the image's is another); None where
-    that TensorFlow's own tf.keras is Keras 2 already (2.15 or older)."""
-    if tensorflow is None or not tensorflow[:1].isdigit():
+    that TensorFlow's own tf.keras is Keras 2 already (2.15 or older). Any other line (the MLflow client of
+    tracking.mlflow) as it is."""
+    if not _is_tf_keras(line) or tensorflow is None or not tensorflow[:1].isdigit():
         return line
     parts = [int(p) for p in tensorflow.split(".")[:2] if p.isdigit()]
     if tuple(parts) < (2, 16):
         return None
-    return f"tf-keras~={parts[0]}.{parts[1]}.0" if _is_tf_keras(line) else line
+    return f"tf-keras~={parts[0]}.{parts[1]}.0"
 
 
 def _is_tf_keras(line: str) -> bool:
@@ -96,9 +97,10 @@ def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: 
     """The interpreter for the hosts: `base_python`, or a job environment with requirements.txt installed.
 
     pip runs from `pip_python` (default: this process's interpreter) against the new environment.
-    The lines smtrain added to the file (tf-keras for tensorflow.keras: 2) are installed for `tensorflow`,
-    the version the hosts run, and without their dependencies: tf-keras asks for the `tensorflow` project,
-    which pip would install again beside a `tensorflow-cpu` (the same package under another name).
+    The lines smtrain added to the file: tf-keras (tensorflow.keras: 2) is installed for `tensorflow`, the
+    version the hosts run, and without its dependencies: tf-keras asks for the `tensorflow` project, which pip
+    would install again beside a `tensorflow-cpu` (the same package under another name); the MLflow client
+    (tracking.mlflow) with its dependencies, as SageMaker's toolkit installs it.
     Raises RequirementsError when pip fails.
     """
     requirements = code_dir / REQUIREMENTS
@@ -122,9 +124,14 @@ def install_requirements(code_dir: Path, env_dir: Path, base_python: str, emit: 
     pip = [pip_python or sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check"]
     if wanted:
         _pip(pip + ["-r", REQUIREMENTS], code_dir, emit)
-    if added:
-        emit(f"installing what smtrain added for this machine's TensorFlow {tensorflow}: {' '.join(added)}")
-        _pip(pip + ["--no-deps", *added], code_dir, emit)
+    keras_lines = [line for line in added if _is_tf_keras(line)]
+    others = [line for line in added if not _is_tf_keras(line)]
+    if others:  # the MLflow client (tracking.mlflow): with what it needs
+        emit(f"installing what smtrain added: {' '.join(others)}")
+        _pip(pip + others, code_dir, emit)
+    if keras_lines:
+        emit(f"installing what smtrain added for this machine's TensorFlow {tensorflow}: {' '.join(keras_lines)}")
+        _pip(pip + ["--no-deps", *keras_lines], code_dir, emit)
     return str(python)
 
 

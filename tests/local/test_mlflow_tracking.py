@@ -80,6 +80,8 @@ def test_the_digits_demo_on_two_hosts_leaves_one_run_equal_to_smtrain_metrics(tm
     assert [row["epoch"] for row in rows] == [1, 2, 3]
     assert_history_is_smtrain_metrics(mlflow_server, run, rows)
     logs = smtrain("logs", "demo-1", env={"SMTRAIN_HOME": str(tmp_path / "home")}, cwd=tmp_path, timeout=60).stdout
+    # The client smtrain adds, installed as SageMaker's toolkit would (with its dependencies; here all present).
+    assert "installing what smtrain added: mlflow-skinny==3.17.2" in log + logs
     said = re.findall(r"\[(algo-\d)\] tracking: (.*)", logs)  # started and ended, on the chief alone
     assert said == [("algo-1", f"MLflow run {run.info.run_id} (demo-1) in experiment {run.info.experiment_id}"),
                     ("algo-1", f"MLflow run {run.info.run_id} FINISHED")], logs[-3000:]

@@ -98,6 +98,8 @@ def test_no_keras_setting_leaves_the_users_requirements_alone(tmp_path):
     ("tf-keras~=2.19.0", "2.16.2", "tf-keras~=2.16.0"),
     ("tf-keras~=2.19.0", "2.15.1", None),  # this machine's tf.keras is Keras 2 already
     ("tf-keras", None, "tf-keras"),
+    ("mlflow-skinny==3.17.2", "2.15.1", "mlflow-skinny==3.17.2"),  # tracking.mlflow's client: whatever TensorFlow
+    ("sagemaker-mlflow==0.5.0", "2.21.0", "sagemaker-mlflow==0.5.0"),
 ])
 def test_a_local_run_installs_tf_keras_for_its_own_tensorflow(line, tensorflow, local):
     assert _for_this_tensorflow(line, tensorflow) == local
