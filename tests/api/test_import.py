@@ -66,3 +66,6 @@ def test_the_version_is_the_installed_distributions() -> None:
     import smtrain
 
     assert smtrain.__version__ == version("smtrain") and smtrain.__version__[0].isdigit()
+    # and `smtrain --version` says the same
+    said = subprocess.run([sys.executable, "-m", "smtrain", "--version"], capture_output=True, text=True, timeout=60)
+    assert said.returncode == 0 and said.stdout.split()[-1] == smtrain.__version__, said.stdout
