@@ -70,28 +70,30 @@ def replicas_of(backend: Backend, name: str) -> int | None:
     return None
 
 
+def _spec_of(job_name: str) -> str | None:
+    """The spec name of a job smtrain named (NAME-yyyymmdd-HHMMSS-xxxx); None for a name of another shape."""
+    named = _NAMED.match(job_name)
+    return named.group("spec") if named else None
+
+
 def scaling(backend: Backend, metrics: JobMetrics) -> Scaling | None:
     """How `metrics`'s job scaled against the newest earlier one-replica job of its spec; None when unknown."""
     job = metrics.job
-    named = _NAMED.match(job.name)
-    rate = examples_per_sec(metrics)
-    if named is None or rate is None:
+    spec, rate = _spec_of(job.name), examples_per_sec(metrics)
+    if spec is None or rate is None:
         return None
     try:
         replicas = replicas_of(backend, job.name)
         if replicas is None or replicas < 2:
             return None
-        earlier = [j for j in backend.list(status=None, name_contains=named.group("spec") + "-", since=None,
-                                           limit=50)
-                   if j.name != job.name and _NAMED.match(j.name) and
-                   _NAMED.match(j.name).group("spec") == named.group("spec")]  # type: ignore[union-attr]
-        earlier.sort(key=lambda j: j.name[len(named.group("spec")):], reverse=True)  # newest first: by time in name
-        for other in earlier[:CANDIDATES]:
-            if replicas_of(backend, other.name) != 1:
+        earlier = [j.name for j in backend.list(status=None, name_contains=spec + "-", since=None, limit=50)
+                   if j.name != job.name and _spec_of(j.name) == spec]
+        for other in sorted(earlier, reverse=True)[:CANDIDATES]:  # newest first: the time is in the name
+            if replicas_of(backend, other) != 1:
                 continue
-            base = examples_per_sec(backend.metrics(other.name))
+            base = examples_per_sec(backend.metrics(other))
             if base is not None:
-                return Scaling(replicas, rate, other.name, base)
+                return Scaling(replicas, rate, other, base)
     except UserError:
         return None  # advisory: a log or a job that cannot be read is no line
     return None
