@@ -3,7 +3,9 @@
 The job's chief logs one MLflow run (entrypoints/smtrain_tf/contract/mlflow_run.py). It finds the target in
 MLflow's MLFLOW_TRACKING_URI (an ARN too: with the sagemaker-mlflow plugin MLflow takes a SageMaker-managed
 server's ARN as its tracking URI) and MLFLOW_EXPERIMENT_NAME, and in SMTRAIN_MLFLOW what the container cannot
-know: the run's name, the image, smtrain's version, the output path, and for a tuning trial the tuning job.
+know: the run's name, the image, smtrain's version, the output path, and for a tuning trial the tuning job
+(without the output path where a long one would pass the 512 characters SageMaker takes: the run then has no
+model_uri tag; the rest, a 256-character run name included, stays under it).
 
 MLflow is not in SageMaker's TensorFlow training images (aws/deep-learning-containers lists each image's
 packages; 2.19's names none of mlflow, mlflow-skinny, sagemaker-mlflow), so the client joins the bundle's
@@ -26,6 +28,7 @@ from smtrain.spec.tracking import is_arn
 SETTINGS = "SMTRAIN_MLFLOW"  # read by the job's mlflow_run.py
 MLFLOW_CLIENT = "mlflow-skinny==3.17.2"
 SAGEMAKER_PLUGIN = "sagemaker-mlflow==0.5.0"
+ENVIRONMENT_VALUE_MAX = 512  # CreateTrainingJob's EnvironmentValue (botocore's service model)
 
 
 def requirements(spec: Spec) -> tuple[str, ...]:
@@ -50,7 +53,11 @@ def settings(spec: Spec, image_uri: str | None, version: str, base_dir: Path | N
     found: dict[str, Any] = {"image": image_uri or "", "smtrain": version, "output": output}
     if spec.tracking.run:
         found["run"] = spec.tracking.run
-    return json.dumps(found, separators=(",", ":"))
+    text = json.dumps(found, separators=(",", ":"))
+    if len(text) > ENVIRONMENT_VALUE_MAX:  # a long output path: the run goes without its model_uri tag
+        found.pop("output")
+        text = json.dumps(found, separators=(",", ":"))
+    return text
 
 
 def for_tuning(environment: dict[str, str], tuning_name: str) -> dict[str, str]:

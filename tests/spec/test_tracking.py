@@ -197,3 +197,17 @@ def test_a_local_run_of_an_arn_job_leaves_managed_mlflow_out(tmp_path):
     assert "MlflowConfig" not in body
     assert not any(k.startswith(("MLFLOW_", "SMTRAIN_MLFLOW")) for k in body.get("Environment", {}))
     assert "requirements.txt" not in {f.path for f in request.bundle.files}
+
+
+def test_a_long_output_path_leaves_the_settings_within_sagemakers_limit(tmp_path):
+    # 512 characters is EnvironmentValue's limit: past it the output (the model_uri tag's base) is left out.
+    def settings(output: str, name: str) -> str:
+        plan = _plan(tmp_path, {"mlflow": "http://127.0.0.1:5000", "run": "r" * 256}, name=name, output=output)
+        return preview_request(plan)["Environment"]["SMTRAIN_MLFLOW"]
+
+    at = settings("s3://bucket/" + "a" * 87, "at.yaml")
+    assert len(at) == 512 and "output" in json.loads(at)  # at the limit: kept
+    past = settings("s3://bucket/" + "a" * 88, "past.yaml")
+    assert len(past) < 512 and set(json.loads(past)) == {"image", "smtrain", "run"}
+    below = settings("s3://bucket/out", "below.yaml")
+    assert set(json.loads(below)) == {"image", "smtrain", "output", "run"}
