@@ -19,7 +19,10 @@ from typing import Any
 from smtrain import exit_codes
 from smtrain.aws import api_errors, boto_session
 from smtrain.bundle.entrypoint import ENTRY_MODULE, WRAP_MODULE, entrypoint_parts
+from smtrain.bundle.job_requirements import split_added
+from smtrain.bundle.model import REQUIREMENTS_NAME
 from smtrain.errors import UserError
+from smtrain.plan import tracking
 from smtrain.plan.job_places import TENSORBOARD_LOCAL_PATH
 from smtrain.render.training_request import MODEL_CONTENT_TYPE
 from smtrain.sagemaker.backend import SageMakerBackend
@@ -119,6 +122,18 @@ def _smtrain_settings(hps: dict[str, Any], environment: dict[str, str]) -> dict[
     if environment.pop("TF_USE_LEGACY_KERAS", None) == "1":
         out["tensorflow.keras"] = 2
     environment.pop("SMTRAIN_CHECKPOINT_DIR", None)  # checkpoint_local_path, read from CheckpointConfig
+    tracked = environment.pop(tracking.SETTINGS, None)
+    if tracked is not None:  # tracking.mlflow: MLflow's two variables are smtrain's then (smtrain.plan.tracking)
+        for variable, field in (("MLFLOW_TRACKING_URI", "tracking.mlflow"),
+                                ("MLFLOW_EXPERIMENT_NAME", "tracking.experiment")):
+            if variable in environment:
+                out[field] = environment.pop(variable)
+        try:
+            run = json.loads(tracked).get("run")
+        except (ValueError, AttributeError):
+            run = None  # not smtrain's JSON: no run name to carry
+        if isinstance(run, str) and run:
+            out["tracking.run"] = run
     return out
 
 
@@ -315,7 +330,22 @@ def _fetch(s3: Any, uri: str, bucket: str, key: str, tmp: Path, target: Path) ->
             shutil.rmtree(place)
         elif place.exists() or place.is_symlink():
             place.unlink()
+    _drop_added_requirements(unpacked / REQUIREMENTS_NAME)
     os.replace(unpacked, target)
+
+
+def _drop_added_requirements(path: Path) -> None:
+    """The lines smtrain added to requirements.txt (tf-keras, the MLflow client) come back from the spec: the file
+    keeps the user's lines, and goes when it held smtrain's alone."""
+    if not path.is_file() or path.is_symlink():
+        return
+    own, added = split_added(path.read_text(encoding="utf-8", errors="replace"))
+    if not added:
+        return
+    if own.strip():
+        path.write_text(own, encoding="utf-8")
+    else:
+        path.unlink()
 
 
 def described_launcher(name: str, region: str, code_dir: Path | None, shown_code_dir: str) -> Launcher:

@@ -121,6 +121,8 @@ def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(cod
     changes = {"code": code, "compute": {"allow_cpu": True}, "training": {"lr_scaling": "sqrt", "epochs": 3}}
     if "entry_point" in code:
         changes["training"] = {"lr_scaling": "sqrt", "gradient_accumulation_steps": 2}
+        # tracking.mlflow with a URI: MLflow's variables and SMTRAIN_MLFLOW go back into tracking:
+        changes["tracking"] = {"mlflow": "https://mlflow.example.com", "experiment": "mnist", "run": "first"}
     spec = moto_server.live_spec(tmp_path, changes)
     env = aws.env(tmp_path)
     assert smtrain("submit", str(spec), "--job-name", "made-1", env=env).returncode == 0
@@ -132,6 +134,7 @@ def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(cod
     want = {k: v for k, v in code.items() if k != "source_dir"}
     assert {k: v for k, v in imported["code"].items() if k != "source_dir"} == want
     assert imported["compute"]["allow_cpu"] is True and imported["training"]["lr_scaling"] == "sqrt"
+    assert imported.get("tracking") == changes.get("tracking")
     assert "environment" not in imported  # smtrain's own variables went back into their fields
     assert sorted(p.name for p in (back / "made-1-code").iterdir()) == ["train.py"]
     dry = smtrain("submit", "made-1.yaml", "--dry-run", "--job-name", "made-1", "-o", "json", cwd=back, env=env)
@@ -186,3 +189,18 @@ def test_sigterm_during_the_code_download_leaves_nothing(aws, tmp_path):
             held.set()
     assert proc.returncode == 143 and err.rstrip().splitlines()[-1] == "interrupted (SIGTERM)", err
     assert "Traceback" not in err and list(back.iterdir()) == []
+
+
+def test_the_requirements_smtrain_added_leave_the_imported_code(tmp_path):
+    from smtrain.bundle.job_requirements import MARKER
+    from smtrain.sagemaker.job_import import _drop_added_requirements
+
+    mixed, alone, users = tmp_path / "mixed.txt", tmp_path / "alone.txt", tmp_path / "users.txt"
+    mixed.write_text(f"numpy>=1.26\n{MARKER}tracking.mlflow\nmlflow-skinny==3.17.2\n")
+    alone.write_text(f"{MARKER}tensorflow.keras: 2\ntf-keras~=2.19.0\n")
+    users.write_text("# pinned by the team\nmlflow-skinny==3.17.2\n")
+    for path in (mixed, alone, users, tmp_path / "none.txt"):
+        _drop_added_requirements(path)
+    assert mixed.read_text() == "numpy>=1.26\n"  # the user's lines stay
+    assert not alone.exists()  # smtrain's alone: the spec adds them again
+    assert users.read_text() == "# pinned by the team\nmlflow-skinny==3.17.2\n"  # no marker: all the user's
