@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test lint demo demo-tune bench bench-install mutation horovod-env sdk-v2-env sdk-v3-env tf-registries clean
+.PHONY: install test docs docs-screenshots moto lint demo demo-tune bench bench-install mutation horovod-env sdk-v2-env sdk-v3-env tf-registries clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[local,test]'
+	$(BIN)/pip install --quiet -e '.[local,test,docs]'
 	# The container toolkits, for the conformance test of local runs. Their own pins (numpy<1.24,
 	# protobuf<=3.20) fight TensorFlow's, and only the code is needed: no dependencies.
 	$(BIN)/pip install --quiet --no-deps sagemaker-training==4.8.3 sagemaker-tensorflow-training==20.5.0
@@ -36,11 +36,26 @@ sdk-v3-env: install
 tf-registries: install sdk-v3-env
 	$(BIN)/python -m tests.tools.tf_registries
 
-test: install horovod-env sdk-v2-env sdk-v3-env
+test: install docs horovod-env sdk-v2-env sdk-v3-env
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# The documentation site into site/, from docs/ (the spec, CLI and API reference generated from the code):
+# --strict, so a broken link, a page missing from the nav or an entry without its description fails it (not with
+# --quiet: it silences the warnings --strict counts, and the build passes).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The built site's home and spec-reference pages in headless Chromium: build/screenshots/*.png. Installs Debian's
+# chromium the first time (apt, as root or through sudo).
+docs-screenshots: docs
+	bash scripts/docs-screenshots.sh
+
+# moto's server as a stand-in for AWS, with the examples' bucket: docs/guides/moto.md. MOTO_PORT=5000 by default.
+moto: install
+	bash scripts/moto.sh
+
 lint: install
-	$(BIN)/ruff check smtrain entrypoints tests bench
+	$(BIN)/ruff check smtrain entrypoints tests bench scripts
 
 # Mutation testing of the core modules (tests/tools/mutation.py): a sample of cosmic-ray's mutants sized to
 # MUTATION_MINUTES, the report and the survivors in build/mutation/. cosmic-ray has a venv of its own (its
@@ -75,4 +90,4 @@ bench-install: install
 	$(BIN)/python bench/run.py --out bench/results.json --only-install-size --before $(BEFORE)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

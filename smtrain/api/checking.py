@@ -57,6 +57,7 @@ class CheckResult:
 
     @property
     def equivalent(self) -> bool:
+        """Whether the planned layout trained as one device would: the same losses and weights, step by step."""
         return bool(self.verdict.equivalent)
 
     @property
@@ -65,6 +66,7 @@ class CheckResult:
         return exit_codes.OK if self.equivalent else exit_codes.FAILED
 
     def to_dict(self) -> dict[str, Any]:
+        """`smtrain check -o json`'s document."""
         return {"job": self.job, "equivalent": self.equivalent, "program": self.program,
                 "planned_layout": self.planned_layout, "checked_layout": self.checked_layout,
                 "one_device": self.one_device, "seconds": self.seconds, "notes": list(self.notes),
@@ -79,6 +81,7 @@ class CheckResult:
         return fields_table(self.title(), self.rows())
 
     def title(self) -> str:
+        """One line: the job and the verdict (from which step it differs, when it does)."""
         verdict = "equivalent" if self.equivalent else f"not equivalent, from step {self.verdict.first_step}"
         return f"check {self.job}: {verdict}"
 

@@ -160,6 +160,7 @@ class Job:
         return self._info
 
     def to_dict(self) -> dict[str, Any]:
+        """The job as `smtrain status -o json` prints it."""
         return self.info.to_dict()
 
     def __repr__(self) -> str:

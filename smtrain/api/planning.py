@@ -52,6 +52,7 @@ class Planned:
 
     @property
     def findings(self) -> list[Finding]:
+        """What the preflight read in your code (an own script's strategy, batch, saving...)."""
         return self.code.findings
 
     def summary(self) -> dict[str, Any]:

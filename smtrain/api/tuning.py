@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def _tuning_plan(found: Planned) -> TuningPlan:
     if found.tuning is None:
-        raise UserError(f"{found.loaded.source.source} has no tuning: section: add one (README, \"Hyperparameter "
+        raise UserError(f"{found.loaded.source.source} has no tuning: section: add one (the docs, \"Hyperparameter "
                         "tuning\"), or run the job once with `smtrain submit`", exit_codes.USAGE)
     return found.tuning
 

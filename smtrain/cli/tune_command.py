@@ -59,7 +59,7 @@ def tune(spec_file: str, overrides: tuple[str, ...], dry_run: bool, job_name: st
     check_tuning_name(job_name, given_as="--job-name")
     loaded = steps.load(spec_file, overrides)
     if loaded.spec.tuning is None:
-        raise UserError(f"{spec_file} has no tuning: section: add one (README, \"Hyperparameter tuning\"), or run "
+        raise UserError(f"{spec_file} has no tuning: section: add one (the docs, \"Hyperparameter tuning\"), or run "
                         "the job once with `smtrain submit`", exit_codes.USAGE)
     ctx = click.get_current_context()
     if local_:

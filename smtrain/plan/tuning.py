@@ -237,7 +237,7 @@ def tuning_plan_with_problems(loaded: LoadedSpec, plan: Plan) -> tuple[TuningPla
     """The tuning job over `plan` and what is wrong with it; raise SpecError if the spec has no tuning."""
     tuning = loaded.spec.tuning
     if tuning is None:
-        raise SpecError([loaded.problem(("tuning",), "this spec has no tuning: section (see README, "
+        raise SpecError([loaded.problem(("tuning",), "this spec has no tuning: section (see the docs, "
                                         "\"Hyperparameter tuning\")")])
     regex, problems = _objective(loaded, tuning, plan)
     hyperband, more = _hyperband(loaded, tuning, plan)

@@ -13,7 +13,7 @@ __all__ = ["imported_text"]
 def imported_text(imported: Imported, came_from: str) -> str:
     """The YAML text of `imported`, its notes as comments; `came_from`: "launch.py" or "training job NAME"."""
     out = [f"# Imported by `smtrain import` from {came_from}. Check it: smtrain plan <this file>",
-           "# Every field: README \"The job spec\"; the mapping: README \"Coming from the SageMaker SDK\""]
+           "# Every field: the docs' \"The job spec\"; the mapping: the docs' \"Coming from the SageMaker SDK\""]
     for variable in imported.variables:
         out.append(f"# ${{{variable}}}: read from the environment (the notes below say why); export {variable} or "
                    "write the value")

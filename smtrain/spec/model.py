@@ -84,7 +84,7 @@ class TensorFlowSpec(_Model):
     version: Annotated[checked("a version", patterns.TF_VERSION, 'such as "2.19"'), AS_WRITTEN,
                        WithJsonSchema({"anyOf": [patterns.TF_VERSION.json_schema(), {"type": "number"}]})] | None = Field(
         None, description="SageMaker TensorFlow training image version, e.g. \"2.21\"; default: the newest image "
-        "AWS still patches (README \"TensorFlow versions and images\")")
+        "AWS still patches (the docs' \"TensorFlow versions and images\")")
     python: checked("a Python tag", patterns.PYTHON_TAG, "such as py310 or py312") | None = Field(
         None, description="py310, py312, ...; inferred from version when omitted")
     keras: Literal[2, 3] | None = Field(
@@ -195,7 +195,9 @@ class TrackingSpec(_Model):
 
 
 class DistributionSpec(_Model):
-    strategy: Literal[STRATEGIES] = "auto"  # type: ignore[valid-type]
+    strategy: Literal[STRATEGIES] = Field(  # type: ignore[valid-type]
+        "auto", description="auto (none for one GPU, mirrored for one node, multi_worker_mirrored for several), "
+        "none, mirrored, multi_worker_mirrored, parameter_server, horovod or smddp")
     processes_per_host: ProcessesPerHost = Field("auto", description="horovod/smddp: default = GPUs per node")
     mpi_options: Line = Field("", description="extra mpirun options (horovod/smddp)")
     instance_groups: tuple[InstanceGroupName, ...] | None = Field(
@@ -207,24 +209,32 @@ class TrainingSpec(_Model):
     """Hyperparameters of the bundled entrypoint (entrypoints/README.md documents each)."""
 
     model: Line = Field("mlp", description="mlp, cnn, resnet50, or module:function in your source_dir")
-    epochs: whole(1) = 10
-    batch_size_per_replica: whole(1) = 64
+    epochs: whole(1) = Field(10, description="passes over the training data")
+    batch_size_per_replica: whole(1) = Field(64, description="examples per replica per step; the global batch is "
+                                             "this x replicas")
     # Bounded so the scaled rate (x replicas) stays finite; a larger base rate is a typo.
     learning_rate: real(above=0, maximum=MAX_LEARNING_RATE) = Field(
         0.001, description="for one replica; scaled by lr_scaling")
-    lr_scaling: Literal["none", "linear", "sqrt"] = "linear"
-    warmup_epochs: real(minimum=0) = 0.0
-    optimizer: Literal["adam", "sgd"] = "adam"
-    mixed_precision: Literal["auto", "on", "off"] = "auto"
-    xla: Flag = False
-    steps_per_execution: whole(1) | None = None
-    checkpoint_every_steps: whole(0) | None = None
+    lr_scaling: Literal["none", "linear", "sqrt"] = Field(
+        "linear", description="how learning_rate grows with the replicas: none, linear (x replicas) or sqrt "
+        "(x sqrt(replicas)); a wrapped script: none unless set")
+    warmup_epochs: real(minimum=0) = Field(0.0, description="linear warm-up to the full rate over this many epochs")
+    optimizer: Literal["adam", "sgd"] = Field("adam", description="the bundled entrypoint's optimizer")
+    mixed_precision: Literal["auto", "on", "off"] = Field(
+        "auto", description="auto: on when every GPU has compute capability >= 7.0, off on CPU; on; off")
+    xla: Flag = Field(False, description="jit-compile the forward pass and its gradient")
+    steps_per_execution: whole(1) | None = Field(None, description="training steps per tf.function call "
+                                                 "(the entrypoint's default: 20)")
+    checkpoint_every_steps: whole(0) | None = Field(None, description="also checkpoint every N steps (0 or unset: "
+                                                    "at epoch ends only)")
     data: checked("a data source", patterns.DATA_SOURCE, "write channels, synthetic, or module:function (a data "
                   "hook in code.source_dir returning tf.data datasets)") = Field(
         "channels", description="channels, synthetic, or module:function in your source_dir returning unbatched "
         "tf.data datasets of (features, labels)")
-    data_format: Literal["auto", "npz", "tfrecord", "csv"] = "auto"
-    seed: whole(0) | None = None
+    data_format: Literal["auto", "npz", "tfrecord", "csv"] = Field(
+        "auto", description="how channel files are read: auto (by file extension), npz, tfrecord or csv")
+    seed: whole(0) | None = Field(None, description="random seed of initial weights and shuffling "
+                                  "(the entrypoint's default: 42)")
     gradient_accumulation_steps: whole(1) | None = Field(
         None, description="average the gradients of N micro-batches per optimizer step: effective batch = "
         "batch_size_per_replica x replicas x N (own scripts: smtrain_tf.fit and wrapped scripts)")
@@ -247,8 +257,11 @@ class ChannelSpec(_Model):
     file_system: FileSystemSpec | None = Field(
         None, description="instead of uri: an EFS or FSx for Lustre file system (SDK v2's FileSystemInput); "
         "needs network.subnets and security_groups")
-    mode: Literal["File", "FastFile", "Pipe"] | None = None
-    distribution: Literal["FullyReplicated", "ShardedByS3Key"] | None = None
+    mode: Literal["File", "FastFile", "Pipe"] | None = Field(None, description="SageMaker's input mode for this "
+                                                             "channel (TrainingInputMode); default File")
+    distribution: Literal["FullyReplicated", "ShardedByS3Key"] | None = Field(
+        None, description="S3DataDistributionType: every host gets all objects (FullyReplicated, the default) "
+        "or a share of them (ShardedByS3Key)")
     instance_groups: tuple[InstanceGroupName, ...] | None = Field(
         None, description="with compute.instance_groups: the groups whose hosts get this channel "
         "(S3DataSource.InstanceGroupNames); default: every host")
@@ -292,10 +305,13 @@ class CodeSpec(_Model):
 
 
 class NetworkSpec(_Model):
-    subnets: tuple[checked("a subnet id", patterns.SUBNET, "such as subnet-0abc1234"), ...] = ()
-    security_groups: tuple[checked("a security group id", patterns.SECURITY_GROUP, "such as sg-0abc1234"), ...] = ()
-    isolation: Flag = False
-    encrypt_inter_container_traffic: Flag = False
+    subnets: tuple[checked("a subnet id", patterns.SUBNET, "such as subnet-0abc1234"), ...] = Field(
+        (), description="VpcConfig.Subnets: the job runs in your VPC")
+    security_groups: tuple[checked("a security group id", patterns.SECURITY_GROUP, "such as sg-0abc1234"), ...] = Field(
+        (), description="VpcConfig.SecurityGroupIds, with subnets")
+    isolation: Flag = Field(False, description="EnableNetworkIsolation: the container gets no network")
+    encrypt_inter_container_traffic: Flag = Field(False, description="EnableInterContainerTrafficEncryption: "
+                                                  "traffic between the hosts is encrypted")
 
 
 class Spec(_Model):
@@ -304,14 +320,18 @@ class Spec(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, title="smtrain job spec")
 
     name: checked("a job name prefix", patterns.NAME, "up to 42 letters, digits and hyphens (the job name adds 21 "
-                  "characters within SageMaker's 63), starting and ending with a letter or digit")
-    role: checked("an IAM role ARN", patterns.ROLE, "write the full ARN, arn:aws:iam::123456789012:role/NAME")
-    region: checked("an AWS region", patterns.REGION, "such as us-east-1") | None = None
-    tensorflow: TensorFlowSpec = Field(default_factory=TensorFlowSpec)
-    compute: ComputeSpec = Field(default_factory=ComputeSpec)
-    distribution: DistributionSpec = Field(default_factory=DistributionSpec)
-    training: TrainingSpec = Field(default_factory=TrainingSpec)
-    code: CodeSpec = Field(default_factory=CodeSpec)
+                  "characters within SageMaker's 63), starting and ending with a letter or digit") = Field(
+        description="the job name's prefix: smtrain adds a timestamp")
+    role: checked("an IAM role ARN", patterns.ROLE, "write the full ARN, arn:aws:iam::123456789012:role/NAME") = Field(
+        description="the IAM role SageMaker runs the job as (its full ARN)")
+    region: checked("an AWS region", patterns.REGION, "such as us-east-1") | None = Field(
+        None, description="default: AWS_REGION, AWS_DEFAULT_REGION or ~/.aws/config")
+    tensorflow: TensorFlowSpec = Field(default_factory=TensorFlowSpec, description="the TensorFlow training image")
+    compute: ComputeSpec = Field(default_factory=ComputeSpec, description="instances, nodes, spot, time limits")
+    distribution: DistributionSpec = Field(default_factory=DistributionSpec, description="the distribution strategy")
+    training: TrainingSpec = Field(default_factory=TrainingSpec, description="the bundled entrypoint's "
+                                   "hyperparameters")
+    code: CodeSpec = Field(default_factory=CodeSpec, description="your code, bundled next to the entrypoint")
     inputs: dict[ChannelName, ChannelSpec] = Field(default_factory=dict, description="channel name -> URI or {uri, mode}")
     output: DataUri = Field(description="where model, output and code go (s3://, or local for --local)")
     output_kms_key: KmsKey | None = Field(None, description="OutputDataConfig.KmsKeyId: encrypts the model "
@@ -341,9 +361,10 @@ class Spec(_Model):
         (), description="metrics your model reports beyond loss and accuracy (e.g. mae), for the job's "
         "MetricDefinitions; those compiled in a model hook or script with literal names are found without it")
     hyperparameters: dict[HyperName, HyperValue] = Field(default_factory=dict, description="passed through as they are")
-    environment: dict[EnvName, Text] = Field(default_factory=dict)
-    tags: dict[TagKey, TagValue] = Field(default_factory=dict)
-    network: NetworkSpec = Field(default_factory=NetworkSpec)
+    environment: dict[EnvName, Text] = Field(default_factory=dict, description="the container's environment "
+                                             "(secret-looking values are masked in output)")
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict, description="the job's AWS tags")
+    network: NetworkSpec = Field(default_factory=NetworkSpec, description="VPC, isolation and encryption")
     tracking: TrackingSpec = Field(default_factory=TrackingSpec, description="MLflow and SageMaker Experiments")
     tuning: TuningSpec | None = Field(None, description="a hyperparameter tuning job over this job (smtrain tune)")
 
@@ -358,12 +379,15 @@ class LoadedSpec:
 
     @property
     def region(self) -> str | None:
+        """The spec's region, else the default one (AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config); None: none."""
         return self.spec.region or default_region()
 
     def path(self, relative: str) -> Path:
+        """A path the spec names, relative to the spec file's directory, made absolute."""
         return (self.base_dir / relative).resolve()
 
     def problem(self, path: Path_, message: str) -> Problem:
+        """A Problem at a field of this spec, with the file, line and column it was written at."""
         return Problem(path, message, self.source.locate(path))
 
     def __repr__(self) -> str:  # short, and masked: a notebook shows it
@@ -627,7 +651,7 @@ def _wrap_problems(loaded: LoadedSpec) -> list[Problem]:
     strategy = spec.distribution.strategy
     if code.wrap and strategy in NOT_WRAPPABLE:
         out.append(loaded.problem(("distribution", "strategy"), f"a wrapped script cannot run under {strategy}: "
-                                  "it needs code changes; use smtrain_tf.fit (see README \"Your own script\") "
+                                  "it needs code changes; use smtrain_tf.fit (see the docs' \"Your own script\") "
                                   "or multi_worker_mirrored/mirrored"))
     return out
 

@@ -58,6 +58,7 @@ class Problem:
     location: Location | None = None
 
     def render(self) -> str:
+        """The problem as one line: `file:line:column: field.path: message`."""
         where = f"{self.location}: " if self.location else ""
         return f"{where}{dotted(self.path)}: {self.message}"
 

@@ -31,10 +31,10 @@ _DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
 # What smtrain makes itself (README "The SageMaker SDK"): the request differs there by design.
 SMTRAIN_OWN = {
     "metric_definitions": "smtrain writes the job's MetricDefinitions from its own epoch lines",
-    "debugger_hook_config": "smtrain sends no Debugger hook (README \"The SageMaker SDK\")",
-    "rules": "Debugger rules are not sent (README \"The SageMaker SDK\")",
-    "profiler_config": "the profiler is off in smtrain's jobs (README \"The SageMaker SDK\")",
-    "disable_profiler": "the profiler is off in smtrain's jobs (README \"The SageMaker SDK\")",
+    "debugger_hook_config": "smtrain sends no Debugger hook (the docs' \"The SageMaker SDK\")",
+    "rules": "Debugger rules are not sent (the docs' \"The SageMaker SDK\")",
+    "profiler_config": "the profiler is off in smtrain's jobs (the docs' \"The SageMaker SDK\")",
+    "disable_profiler": "the profiler is off in smtrain's jobs (the docs' \"The SageMaker SDK\")",
     "enable_sagemaker_metrics": "smtrain always turns SageMaker's metrics time series on",
     "code_location": "smtrain uploads the code under output, named by its sha256",
     "sagemaker_session": "smtrain makes its own session (region: the spec's, else the environment's)",

@@ -199,7 +199,7 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
                   "more nodes: MultiWorkerMirroredStrategy across them")
     out = [
         f"# A starting job spec for {script.name}, written by `smtrain init`. Check it: smtrain validate {spec_name}",
-        "# Every field: README \"The job spec\"; for your editor: smtrain schema > smtrain.schema.json",
+        "# Every field: the docs' \"The job spec\"; for your editor: smtrain schema > smtrain.schema.json",
         _line(f"name: {job_name(script)}", "job-name prefix: SageMaker's job is <name>-<time>-<4 hex>"),
         "# Replace with your SageMaker execution role: this placeholder passes `validate`, not SageMaker.",
         f"role: {PLACEHOLDER_ROLE}",
@@ -234,7 +234,7 @@ def starter_text(script: Path, spec_path: Path, facts: ScriptFacts, *, tf_versio
     else:
         out += [
             _line("  wrap: true", "run the script unchanged inside the strategy smtrain picks; model.fit"),
-            _line("", "and model.save made right for several GPUs and nodes (README \"Your own script\")"),
+            _line("", "and model.save made right for several GPUs and nodes (the docs' \"Your own script\")"),
         ]
     if facts.channels:
         out.append(_line("inputs:", "each channel is a directory in the container: SM_CHANNEL_<NAME>"))

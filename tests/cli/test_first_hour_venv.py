@@ -18,15 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.support import ROOT
+from tests.support.docs import section
 
 pytestmark = pytest.mark.slow
 
 
 def first_hour_lines() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## First hour"):]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block is not None, "README's First hour has no sh block"
+    block = re.search(r"```sh\n(.*?)```", section("First hour"), re.S)
+    assert block is not None, "the docs' First hour has no sh block"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 

@@ -1,4 +1,5 @@
-"""README.md and entrypoints/README.md are tested documents: every command line they show parses.
+"""README.md, entrypoints/README.md and the docs site's pages are tested documents: every command line they
+show parses.
 
 Each `smtrain ...` line in a shell code block is read the way a person reads the tour: `[...]` is an
 optional part (taken as present), `a|b` lists alternatives (each is checked), `...` and `# comments`
@@ -17,8 +18,9 @@ import pytest
 
 from smtrain.cli.commands import main
 from tests.support import ROOT
+from tests.support.docs import PAGES, section
 
-DOCS = [ROOT / "README.md", ROOT / "entrypoints" / "README.md"]
+DOCS = PAGES
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
 
@@ -28,10 +30,13 @@ def shell_lines(path: Path) -> list[str]:
         if lang not in ("sh", "bash", "shell", "console", ""):
             continue
         for line in body.splitlines():
-            line = line.strip().removeprefix("$ ")
-            words = line.split()
-            if words and Path(words[0]).name == "smtrain":
-                lines.append(line)
+            # `a && b` and `a; b` are two commands (a comment's own `;` stays in the comment)
+            code, _, comment = line.strip().removeprefix("$ ").partition(" #")
+            parts = re.split(r"\s*(?:&&|;)\s*", code)
+            for part in parts:
+                words = part.split()
+                if words and Path(words[0]).name == "smtrain":
+                    lines.append(part + (f" #{comment}" if comment and part == parts[-1] else ""))
     return lines
 
 
@@ -88,7 +93,7 @@ def test_the_check_refuses_what_smtrain_refuses() -> None:
 
 
 def test_help_lists_every_exit_code_of_the_readme() -> None:
-    table = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    table = section("Exit codes")
     codes = re.findall(r"^\| (\d+) \|", table, re.M)
     assert "70" in codes
     help_text = " ".join((main.help or "").split())
@@ -105,8 +110,8 @@ def test_the_entrypoint_readme_names_every_module_of_smtrain_tf() -> None:
 
 def documented_keys(label: str) -> set[str]:
     """The keys README's "JSON output" lists for `label` (nested ones, in parentheses, left out)."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### JSON output", 1)[1].split("\n### ", 1)[0]
-    bullet = re.search(rf"^- \*\*{re.escape(label)}\*\*[^:]*:(.*?)(?=^- \*\*|\Z)", section, re.M | re.S)
+    text = section("JSON output")
+    bullet = re.search(rf"^- \*\*{re.escape(label)}\*\*[^:]*:(.*?)(?=^- \*\*|\Z)", text, re.M | re.S)
     assert bullet, label
     text = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", bullet.group(1))  # drop parenthesised details
     text = re.split(r"\.\s", text)[0]  # the list of keys ends its first sentence; notes follow

@@ -17,6 +17,7 @@ from smtrain.plan.build import build_plan
 from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.support import ROOT, demo_digits
+from tests.support.docs import section
 
 CODE = ROOT / "configs" / "code"
 
@@ -32,9 +33,9 @@ def test_the_helper_port_changes_at_most_five_lines_and_the_readme_shows_them() 
     ported = (CODE / "digits_smtrain_tf.py").read_text(encoding="utf-8")
     changed = _changed_lines(plain, ported)
     assert 1 <= len(changed) <= 5, changed
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    guide = section("With the helper: `import smtrain_tf`")
     for line in changed:
-        assert f"+{line}\n" in readme, f"README's diff lacks: {line}"
+        assert f"+{line}\n" in guide, f"the guide's diff lacks: {line}"
 
 
 digits = demo_digits.digits

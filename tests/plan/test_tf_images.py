@@ -220,9 +220,9 @@ def test_validate_and_plan_commands_show_the_warning(tmp_path):
 
 
 def test_readmes_table_is_the_data_files():
-    from tests.support import ROOT
+    from tests.support import docs
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## TensorFlow versions and images", 1)[1]
+    text = docs.section("TensorFlow versions and images")
     rows = re.findall(r"^\| (2\.\d+) \| (py\d+) \| ([\d.]+) \| (\S+) \| `([^`]+)` \| (\S+) \| (\S+) \|$", text, re.M)
     assert rows == [(r.short, r.python, r.cuda, r.os, r.tag, str(r.ga or "unknown"), str(r.end_of_patch or "unknown"))
                     for r in load_table().images]

@@ -151,9 +151,9 @@ def test_usage_errors(tmp_path):
 
 def test_readme_tables_every_argument_the_import_knows():
     from smtrain.spec import sdk_arguments
-    from tests.support import ROOT
+    from tests.support import docs
 
-    section = (ROOT / "README.md").read_text().split("\n## Coming from the SageMaker SDK\n", 1)[1].split("\n## ", 1)[0]
+    section = docs.section("Coming from the SageMaker SDK")
     known = {*sdk_arguments.MAPPED, *sdk_arguments.SMTRAIN_OWN, *sdk_arguments.NO_FIELD_YET}
     assert sorted(a for a in known if f"`{a}`" not in section) == []
 

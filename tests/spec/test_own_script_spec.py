@@ -82,7 +82,7 @@ def test_wrap_batch_set_on_the_command_line_without_wrap_is_refused_there(tmp_pa
 def test_a_wrapped_script_cannot_run_under_a_strategy_that_needs_code_changes(tmp_path, strategy):
     out = problems(tmp_path, OWN + f"  wrap: true\ndistribution:\n  strategy: {strategy}\n")
     assert out == [f"{tmp_path / 'job.yaml'}:14:13: distribution.strategy: a wrapped script cannot run under "
-                   f"{strategy}: it needs code changes; use smtrain_tf.fit (see README \"Your own script\") or "
+                   f"{strategy}: it needs code changes; use smtrain_tf.fit (see the docs' \"Your own script\") or "
                    "multi_worker_mirrored/mirrored"]
 
 

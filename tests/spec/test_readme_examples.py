@@ -1,4 +1,4 @@
-"""Every YAML spec example in README.md and entrypoints/README.md passes `smtrain validate`.
+"""Every YAML spec example in README.md, entrypoints/README.md and the docs site passes `smtrain validate`.
 
 A fenced ```yaml block with top-level `name:` and `role:` keys is a spec; any other yaml block is a
 fragment, merged into a base spec. The code an example names (code.source_dir and the files in it)
@@ -16,17 +16,18 @@ import yaml
 
 from tests.spec.inprocess import run
 from tests.support import ROOT
+from tests.support.docs import PAGES
 from tests.support.specfiles import BASE, merged
 
-DOCS = ("README.md", "entrypoints/README.md")
 _FENCE = re.compile(r"^```ya?ml[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def yaml_blocks() -> list[tuple[str, str]]:
     """(doc:line, the block's text) for every fenced yaml block of the docs."""
     blocks = []
-    for doc in DOCS:
-        text = (ROOT / doc).read_text(encoding="utf-8")
+    for page in PAGES:
+        doc = page.relative_to(ROOT).as_posix()
+        text = page.read_text(encoding="utf-8")
         for m in _FENCE.finditer(text):
             blocks.append((f"{doc}:{text.count(chr(10), 0, m.start()) + 1}", m.group(1)))
     return blocks
@@ -60,7 +61,7 @@ def _make_code(directory: Path, spec: dict[str, Any]) -> None:
 
 def test_the_docs_have_spec_examples():
     specs = [where for where, block in yaml_blocks() if {"name", "role"} <= set(yaml.safe_load(block) or {})]
-    assert any(where.startswith("README.md:") for where in specs)
+    assert any(where.startswith("docs/") for where in specs)
 
 
 @pytest.mark.parametrize("where, block", yaml_blocks(), ids=[where for where, _ in yaml_blocks()])

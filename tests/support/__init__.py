@@ -1,7 +1,7 @@
 """Test support shared by several test folders: the CLI as a subprocess, moto as a real HTTP server,
-the network guard, spec files, the Horovod test env, the SageMaker SDK envs (sdk_envs), the digits demo's
-channels (demo_digits), a real `mlflow server` (mlflow_server), and smtrain's wheel with fresh venvs to install
-it in (wheel, also used by `make bench`)."""
+the network guard, spec files, the documents and their sections (docs), the Horovod test env, the SageMaker SDK
+envs (sdk_envs), the digits demo's channels (demo_digits), a real `mlflow server` (mlflow_server), and smtrain's
+wheel with fresh venvs to install it in (wheel, also used by `make bench`)."""
 
 from pathlib import Path
 
