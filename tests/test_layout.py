@@ -4,7 +4,8 @@ Order, top to bottom (smtrain/__init__.py explains it): cli -> api -> (sagemaker
 preflight -> plan -> spec -> the shared modules directly under smtrain/. A module may import its own package
 and the stages below it, never one above, and never a sibling: the two backends (sagemaker, local) both take
 the rendered request and know nothing of each other. The bundled entrypoint (entrypoints/) never imports
-smtrain.
+smtrain, and its package smtrain_tf has layers of its own, which run one way too (ENTRY_LAYERS below,
+explained in entrypoints/smtrain_tf/__init__.py).
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ def stage_of(module: str) -> str:
     return parts[1] if parts[1] in STAGES else "shared"
 
 
-def imported_modules(path: Path, module: str) -> Iterator[tuple[int, str]]:
-    """Every smtrain module `path` imports, at any depth (function-level imports count too)."""
+def import_statements(path: Path, module: str) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, module named, names taken from it) for every import in `path` (module `module`), at any depth
+    (function-level imports count too); relative imports resolved. `import a.b` takes no names."""
     is_package = path.name == "__init__.py"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name
+                yield node.lineno, alias.name, []
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: resolve against this module's package
                 base = module.split(".")
@@ -58,9 +60,15 @@ def imported_modules(path: Path, module: str) -> Iterator[tuple[int, str]]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            yield node.lineno, target
-            for alias in node.names:  # `from smtrain.plan import launch` imports smtrain.plan.launch
-                yield node.lineno, f"{target}.{alias.name}"
+            yield node.lineno, target, [alias.name for alias in node.names]
+
+
+def imported_modules(path: Path, module: str) -> Iterator[tuple[int, str]]:
+    """Every module `path` may import: each one named, and each name taken from one as a submodule."""
+    for line, target, names in import_statements(path, module):
+        yield line, target
+        for name in names:  # `from smtrain.plan import launch` imports smtrain.plan.launch
+            yield line, f"{target}.{name}"
 
 
 def import_graph(package_root: Path) -> dict[str, set[tuple[int, str]]]:
@@ -95,7 +103,13 @@ def backwards_imports(package_root: Path) -> list[str]:
 
 
 def cycles(package_root: Path) -> list[list[str]]:
-    graph = {m: {t for _, t in edges} for m, edges in import_graph(package_root).items()}
+    # A module may import its own package.
+    return find_cycles({m: {t for _, t in edges if t != m.rpartition(".")[0]}
+                        for m, edges in import_graph(package_root).items()})
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each cycle of `graph` (node -> the nodes it imports) found by a depth-first walk, as a closed path."""
     found: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
@@ -104,7 +118,7 @@ def cycles(package_root: Path) -> list[list[str]]:
         state[node] = 1
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
-            if nxt in graph and nxt not in (node.rpartition(".")[0],):  # a module may import its own package
+            if nxt in graph:
                 if state.get(nxt) == 1:
                     found.append(path[path.index(nxt):] + [nxt])
                 elif nxt not in state:
@@ -193,12 +207,110 @@ def test_no_module_hands_itself_to_another() -> None:
     assert offenders == []
 
 
+# The bundled package's layers, top to bottom (entrypoints/smtrain_tf/__init__.py explains them). A unit is a
+# subpackage or a module directly under smtrain_tf ("__init__": the package itself, the public face); the units
+# of one row are siblings, neither of which may import the other.
+ENTRY_ROOT = ROOT / "entrypoints" / "smtrain_tf"
+ENTRY_LAYERS = (("__init__",), ("wrap",), ("_main", "_api"), ("training",), ("data", "models", "export"), ("check",),
+                ("keras_support",), ("distribute",), ("contract",), ("scaling",))
+ENTRY_RANK = {unit: len(ENTRY_LAYERS) - row for row, units in enumerate(ENTRY_LAYERS) for unit in units}
+
+
 def test_the_entrypoint_never_imports_smtrain() -> None:
-    offenders = [f"{path}:{line}: {target}"
+    # Only entrypoints/ is shipped in the job's source bundle: smtrain is not there.
+    offenders = [f"{path.relative_to(ROOT)}:{line}: imports {target}"
                  for path in sorted((ROOT / "entrypoints").rglob("*.py"))
-                 for line, target in imported_modules(path, "entry")
+                 for line, target in imported_modules(path, module_name(path, ENTRY_ROOT) if ENTRY_ROOT in path.parents
+                                                      else path.stem)
                  if target == "smtrain" or target.startswith("smtrain.")]
-    assert offenders == []
+    assert not offenders, "\n".join(offenders)
+
+
+def entry_unit(module: str) -> str:
+    """`smtrain_tf.training.loop` -> "training"; `smtrain_tf._api` -> "_api"; `smtrain_tf` -> "__init__"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def entry_imports(package_root: Path) -> list[tuple[str, int, str, str]]:
+    """(file, line, module, module of the package it imports) for every import between two modules of the package.
+
+    A name taken from a module that is not a submodule is an import of that module, so `from .. import fit`
+    (the face's lazy fit) counts as an import of the package's __init__."""
+    files = {module_name(p, package_root): p for p in sorted(package_root.rglob("*.py"))}
+    found = set()
+    for module, path in files.items():
+        shown = path.relative_to(package_root.parent).as_posix()
+        for line, target, names in import_statements(path, module):
+            for wanted in [f"{target}.{name}" for name in names] or [target]:
+                while wanted and wanted not in files:
+                    wanted = wanted.rpartition(".")[0]
+                if wanted and wanted != module:
+                    found.add((shown, line, module, wanted))
+    return sorted(found)
+
+
+def entry_backwards_imports(package_root: Path) -> list[str]:
+    """Every import from a unit to one above it or to a sibling, as `file:line: a (unit) imports b (unit)`."""
+    return [f"{shown}:{line}: {module} ({entry_unit(module)}) imports {target} ({entry_unit(target)})"
+            for shown, line, module, target in entry_imports(package_root)
+            if entry_unit(module) != entry_unit(target)
+            and ENTRY_RANK.get(entry_unit(target), 0) >= ENTRY_RANK.get(entry_unit(module), 0)]
+
+
+def entry_unit_cycles(package_root: Path) -> list[list[str]]:
+    graph: dict[str, set[str]] = {}
+    for _, _, module, target in entry_imports(package_root):
+        graph.setdefault(entry_unit(module), set())
+        if entry_unit(target) != entry_unit(module):
+            graph[entry_unit(module)].add(entry_unit(target))
+    return find_cycles(graph)
+
+
+def _entry_subpackages() -> list[str]:
+    return sorted(p.name for p in ENTRY_ROOT.iterdir() if (p / "__init__.py").is_file())
+
+
+def test_the_bundled_package_imports_run_one_way_between_its_layers() -> None:
+    found = entry_backwards_imports(ENTRY_ROOT)
+    assert not found, "imports against the layer order (ENTRY_LAYERS):\n" + "\n".join(found)
+
+
+def test_the_bundled_package_has_no_import_cycle() -> None:
+    for found in (entry_unit_cycles(ENTRY_ROOT), cycles(ENTRY_ROOT)):  # between its subpackages, its modules
+        assert not found, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in found)
+
+
+def test_every_part_of_the_bundled_package_has_a_layer() -> None:
+    # A new subpackage or top-level module must be placed in ENTRY_LAYERS (and in the package's map).
+    units = {p.stem for p in ENTRY_ROOT.glob("*.py")} | set(_entry_subpackages())
+    assert units == set(ENTRY_RANK)
+
+
+def _docstring(init: Path) -> str:
+    return ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+
+
+@pytest.mark.parametrize("package", _entry_subpackages())
+def test_every_subpackage_of_the_bundled_package_has_a_map_naming_each_of_its_modules(package: str) -> None:
+    init = ENTRY_ROOT / package / "__init__.py"
+    modules = sorted(p.name for p in init.parent.glob("*.py") if p.name != "__init__.py")
+    assert modules, package
+    missing = [m for m in modules if m not in _docstring(init)]
+    assert missing == [], f"entrypoints/smtrain_tf/{package}/__init__.py's docstring misses {missing}"
+
+
+def test_the_bundled_package_map_names_every_part_and_the_layer_order() -> None:
+    doc = _docstring(ENTRY_ROOT / "__init__.py")
+    parts = [f"{p}/" for p in _entry_subpackages()] + [p.name for p in ENTRY_ROOT.glob("*.py") if p.stem != "__init__"]
+    assert [p for p in parts if p not in doc] == [], "entrypoints/smtrain_tf/__init__.py's map misses these"
+    rows = [" | ".join(units) for units in ENTRY_LAYERS[1:]]
+    listed = [line.strip() for line in doc.partition("Layers, top to bottom")[2].splitlines()]
+    assert [line for line in listed if line in rows] == rows
+    # entrypoints/README.md gives the same order, as `__init__.py` -> `wrap/` -> `_main.py` | `_api.py` -> ...
+    chain = " -> ".join(" | ".join(f"`{u}/`" if (ENTRY_ROOT / u).is_dir() else f"`{u}.py`" for u in units)
+                        for units in ENTRY_LAYERS)
+    assert chain in " ".join((ROOT / "entrypoints" / "README.md").read_text(encoding="utf-8").split())
 
 
 # The modules of the bundled package that smtrain may read (plain Python: the batch and learning-rate
@@ -252,3 +364,21 @@ def test_the_check_catches_a_backend_importing_its_sibling(tmp_path: Path) -> No
     assert backwards_imports(pkg) == [
         "smtrain/local/request.py:2: smtrain.local.request (local) imports smtrain.sagemaker (sagemaker)",
         "smtrain/local/request.py:2: smtrain.local.request (local) imports smtrain.sagemaker.submit (sagemaker)"]
+
+
+def test_the_bundled_package_check_catches_upward_sibling_and_face_imports_and_a_cycle(tmp_path: Path) -> None:
+    # The checker itself, on a small tree: function-level, relative and absolute imports all count.
+    pkg = _tree(tmp_path, {
+        "smtrain_tf/__init__.py": "", "smtrain_tf/_api.py": "def fit():\n    pass\n",
+        "smtrain_tf/models/__init__.py": "", "smtrain_tf/models/builders.py": "from ..training.steps import step\n",
+        "smtrain_tf/data/__init__.py": "",
+        "smtrain_tf/data/pipeline.py": "def f():\n    from smtrain_tf.models import builders\n",
+        "smtrain_tf/training/__init__.py": "", "smtrain_tf/training/steps.py": "from ..models.builders import build\n",
+        "smtrain_tf/wrap/__init__.py": "", "smtrain_tf/wrap/check_fit.py": "def f():\n    from .. import fit\n",
+    }) / "smtrain_tf"
+    assert entry_backwards_imports(pkg) == [
+        "smtrain_tf/data/pipeline.py:2: smtrain_tf.data.pipeline (data) imports smtrain_tf.models.builders (models)",
+        "smtrain_tf/models/builders.py:1: smtrain_tf.models.builders (models) imports smtrain_tf.training.steps "
+        "(training)",
+        "smtrain_tf/wrap/check_fit.py:2: smtrain_tf.wrap.check_fit (wrap) imports smtrain_tf (__init__)"]
+    assert entry_unit_cycles(pkg) == [["models", "training", "models"]]

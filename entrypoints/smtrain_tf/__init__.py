@@ -14,11 +14,43 @@ The names in `__all__` are the whole public face; everything else (the subpackag
 leading underscore) may change without notice. Importing this package imports neither TensorFlow nor
 anything else heavy (during `smtrain check` only, NumPy, to seed it): each function is loaded on
 first use, and the ones that need TensorFlow import it then. `smtrain_tf.scaling`,
-`.contract.hyperparameters` and `.models.names` (plain Python) are imported by smtrain itself at
-plan time.
+`.contract.hyperparameters`, `.models.names` and `.check.settings` (plain Python) are imported by
+smtrain itself.
 
 It must not import `smtrain`: only this directory (with smtrain_entry.py and smtrain_wrap.py) is
 shipped in the job's source bundle.
+
+Map (each subpackage's __init__ names its modules; entrypoints/README.md has a line for each):
+
+    _main.py        the bundled entrypoint's program (smtrain_entry.py calls its main()): contract, strategy,
+                    training, export; on failure one line and an exit status
+    training/       the training loop: session.py puts the entrypoint's run together; fit.py is smtrain_tf.fit
+    wrap/           the wrap (smtrain_wrap.py calls wrap/launcher.py): the user's own script, or a notebook's,
+                    run unchanged under the job's strategy, with Keras patched
+    contract/       the container contract: SM_* variables, hyperparameters, TF_CONFIG, the failure file, errors
+    check/          `smtrain check`'s side in the job: the loop's first steps recorded, randomness fixed
+    _api.py         the public functions of `__all__`: thin wrappers over the modules below
+    scaling.py      the batch and learning-rate maths (plain Python)
+    distribute/     which strategy runs, devices, building the strategy, Horovod/smddp, parameter-server tasks
+    keras_support/  what the layers above ask of Keras: one Keras handle (2 or 3), a model's measures, the optimizer
+    data/           NPZ/TFRecord/CSV channels, the tf.data pipelines, a data hook's datasets
+    models/         the model names, the built-in models and model hooks
+    export/         the SavedModel, model.keras and the training summary
+
+Layers, top to bottom. A module imports its own subpackage and the layers below its own, never a layer
+above nor a sibling on its row (tests/test_layout.py checks it). The check sits below the loop, which hands
+it its first steps; the wrap sits on _api, whose strategy and fit a wrapped script shares.
+
+    this __init__ (the public face)
+    wrap
+    _main | _api
+    training
+    data | models | export
+    check
+    keras_support
+    distribute
+    contract
+    scaling
 """
 
 __version__ = "0.1.0"

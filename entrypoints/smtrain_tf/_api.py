@@ -72,12 +72,12 @@ def _build(contract: container.Contract) -> Distribution:
 
     if check_settings.read() is not None:  # `smtrain check`: the worker's random state fixed (check/seeding.py)
         from .check.seeding import seed_tensorflow, worker_seed
-        from .wrap import own_strategy
+        from .distribute import replica_count
 
         seed_tensorflow(worker_seed(), say)
         # A batch the script makes with num_replicas_in_sync (1 on the check's one device) is recognised, as
         # under the wrap, so that fit can make it the planned run's.
-        own_strategy.mark_replica_count(built.strategy)
+        replica_count.mark_replica_count(built.strategy)
     return built
 
 
@@ -266,11 +266,11 @@ def _as_planned_in_a_check(train: Any) -> Any:
     if check_settings.read() is None:
         return train
     from .check import rebatch
-    from .wrap import own_strategy
+    from .distribute import replica_count
 
     size = rebatch.first_batch_size(train)  # in both runs: their shuffles stay in step
     times = check_settings.stands_for()
-    if times <= 1 or not own_strategy.dataset_batch_scaled():
+    if times <= 1 or not replica_count.dataset_batch_scaled():
         return train
     say(f"check: the script's batches of {size} taken {times} at a time: one device standing for {times} replicas")
     return rebatch.as_planned(train, size, times)

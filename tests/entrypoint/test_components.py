@@ -118,7 +118,7 @@ def test_restore_falls_back_when_the_newest_checkpoint_is_damaged(tmp_path: Path
 
 def test_learning_rate_scaling_and_warmup(tf_modules) -> None:
     from smtrain_tf import scaling
-    from smtrain_tf.training import optimization
+    from smtrain_tf.keras_support import optimization
 
     assert scaling.scaled_learning_rate(0.001, "linear", 8) == pytest.approx(0.008)
     assert scaling.scaled_learning_rate(0.001, "sqrt", 4) == pytest.approx(0.002)

@@ -1,4 +1,4 @@
-"""A model's loss and metrics as sums (training/measures.py), against Keras's own evaluate on the same data."""
+"""A model's loss and metrics as sums (keras_support/measures.py), against Keras's own evaluate on the same data."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _summed(measures, model, batches):
 
 
 def test_a_compiled_regression_reports_its_own_metrics_exactly_as_keras_evaluates_them(tf) -> None:
-    from smtrain_tf.training.measures import Measures, compiled
+    from smtrain_tf.keras_support.measures import Measures, compiled
 
     model, x, y = _regression(tf)
     given = compiled(model)
@@ -53,7 +53,7 @@ def test_a_compiled_regression_reports_its_own_metrics_exactly_as_keras_evaluate
 
 
 def test_two_outputs_have_their_losses_weights_and_metrics_by_name(tf) -> None:
-    from smtrain_tf.training.measures import Measures, compiled
+    from smtrain_tf.keras_support.measures import Measures, compiled
 
     rng = np.random.default_rng(2)
     x = rng.normal(size=(120, 3)).astype("float32")
@@ -78,7 +78,7 @@ def test_two_outputs_have_their_losses_weights_and_metrics_by_name(tf) -> None:
 
 
 def test_accuracy_is_the_default_of_classification_losses_only(tf) -> None:
-    from smtrain_tf.training.measures import Measures
+    from smtrain_tf.keras_support.measures import Measures
 
     inputs = tf.keras.Input((3,))
     classifier = tf.keras.Model(inputs, tf.keras.layers.Dense(4)(inputs))
@@ -89,7 +89,7 @@ def test_accuracy_is_the_default_of_classification_losses_only(tf) -> None:
 
 
 def test_a_metric_may_not_take_a_name_of_the_metric_line(tf) -> None:
-    from smtrain_tf.training.measures import Measures
+    from smtrain_tf.keras_support.measures import Measures
 
     inputs = tf.keras.Input((3,))
     model = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(inputs))

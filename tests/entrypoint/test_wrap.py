@@ -574,13 +574,13 @@ def test_a_script_with_a_strategy_of_its_own_is_told_to_leave_it_to_the_wrap(tmp
 def test_keras_fit_arguments_become_smtrain_tf_fit_arguments_during_a_check(monkeypatch) -> None:
     from types import SimpleNamespace
 
-    import smtrain_tf
     import tensorflow as tf
+    from smtrain_tf import _api
     from smtrain_tf.wrap import check_fit
     from smtrain_tf.wrap.context import Unsupported
 
     calls: list[tuple] = []
-    monkeypatch.setattr(smtrain_tf, "fit", lambda *args, **kwargs: calls.append((args, kwargs)) or "history")
+    monkeypatch.setattr(_api, "fit", lambda *args, **kwargs: calls.append((args, kwargs)) or "history")
     said: list[str] = []
     ctx = _context("per_replica", said)
     ctx.contract = SimpleNamespace(hp={"seed": 5}.__getitem__)

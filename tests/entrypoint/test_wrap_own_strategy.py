@@ -133,7 +133,7 @@ def test_a_batch_multiplied_by_the_replica_count_is_marked_global(monkeypatch) -
     import pickle
 
     import yaml
-    from smtrain_tf.wrap.own_strategy import ReplicaCount, _State, scaled_by_script
+    from smtrain_tf.distribute.replica_count import ReplicaCount, _State, scaled_by_script
 
     monkeypatch.setattr(_State, "scaled", set())
     replicas = ReplicaCount(4)
@@ -176,7 +176,7 @@ def test_the_wrap_package_map_names_the_own_strategy_module() -> None:
 
 def test_a_dataset_batched_with_a_global_batch_gets_no_advice_to_multiply_it(monkeypatch) -> None:
     import tensorflow as tf
-    from smtrain_tf.wrap import own_strategy
+    from smtrain_tf.distribute import replica_count
     from smtrain_tf.wrap.batch_size import batched_data_warning
 
     said: list[str] = []
@@ -186,13 +186,13 @@ def test_a_dataset_batched_with_a_global_batch_gets_no_advice_to_multiply_it(mon
     assert said[-1].endswith("split over 2 replicas (if the script's batch size is one replica's, multiply it by "
                              "strategy.num_replicas_in_sync; if it is already the whole job's, nothing to do)")
     monkeypatch.setattr(tf.data.Dataset, "batch", tf.data.Dataset.batch)  # put back after the test
-    monkeypatch.setattr(own_strategy._State, "scaled_dataset_batch", False)
-    own_strategy._mark_dataset_batch()
+    monkeypatch.setattr(replica_count._State, "scaled_dataset_batch", False)
+    replica_count._mark_dataset_batch()
     tf.data.Dataset.range(8).batch(4)
-    assert not own_strategy.dataset_batch_scaled()
-    monkeypatch.setattr(own_strategy._State, "scaled", set())
-    batches = tf.data.Dataset.range(8).batch(2 * own_strategy.ReplicaCount(2))
-    assert own_strategy.dataset_batch_scaled() and next(iter(batches)).shape == (4,)
+    assert not replica_count.dataset_batch_scaled()
+    monkeypatch.setattr(replica_count._State, "scaled", set())
+    batches = tf.data.Dataset.range(8).batch(2 * replica_count.ReplicaCount(2))
+    assert replica_count.dataset_batch_scaled() and next(iter(batches)).shape == (4,)
     batched_data_warning(ctx, "train.py:9", "a tf.data.Dataset")
     assert said[-1] == ("wrap: train.py:9: fit gets a tf.data.Dataset, which the script batches itself with a global "
                         "batch (it multiplied by num_replicas_in_sync): each batch is split over 2 replicas")

@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from ..distribute.choice import HOROVOD, PS, SMDDP
-from ..training.measures import COUNT, LOSS
-from ..training.optimization import current_learning_rate
+from ..keras_support.measures import COUNT, LOSS
+from ..keras_support.optimization import current_learning_rate
 from . import layers, weights
 from .settings import FAILED, RECORD, CheckSettings
 

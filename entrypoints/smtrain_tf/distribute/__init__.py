@@ -6,6 +6,8 @@
     distribution.py     building the strategy and what differs between strategies
     collective_libs.py  Horovod and smdistributed data parallel behind one face
     ps_servers.py       parameter-server worker and ps tasks
+    replica_count.py    num_replicas_in_sync that records the batches a script makes with it (the wrap's
+                        strategy; strategy() during a check)
 
 `choice`, `gpu_check` and `ps_servers` import no TensorFlow at module level; the others do.
 """

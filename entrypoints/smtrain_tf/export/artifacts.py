@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..contract.log import say
-from ..training.keras_compat import IS_KERAS3, keras, keras_file_kwargs
+from ..keras_support.keras_compat import IS_KERAS3, keras, keras_file_kwargs
 
 SAVED_MODEL_VERSION = "1"  # TF Serving loads <model_dir>/<version>/
 KERAS_FILE = "model.keras"

@@ -11,8 +11,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..contract.errors import ConfigurationError
 from ..contract.user_hooks import call_hook, load_hook
-from ..training import measures
-from ..training.keras_compat import keras
+from ..keras_support import measures
+from ..keras_support.keras_compat import keras
 from .names import check_name
 
 # Shapes used with data=synthetic when synthetic_shape is not given.

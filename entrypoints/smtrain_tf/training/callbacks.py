@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Dict, List, Optional, Sequence
 
-from .keras_compat import keras
+from ..keras_support.keras_compat import keras
 from .loop import EpochHooks
 
 

@@ -24,7 +24,7 @@ from ..contract.errors import TrainingFailure
 from ..contract.log import say
 from ..distribute.choice import MWMS, PS
 from ..distribute.distribution import Distribution
-from .keras_compat import optimizer_variables
+from ..keras_support.keras_compat import optimizer_variables
 
 
 @dataclass(frozen=True)

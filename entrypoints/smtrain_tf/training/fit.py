@@ -19,13 +19,14 @@ from ..contract import failure, known_failures, mlflow_run
 from ..contract.container import Contract
 from ..distribute.choice import DEFAULT, PS
 from ..distribute.distribution import Distribution, describe
+from ..keras_support import measures as measures_mod
+from ..keras_support import optimization
+from ..keras_support.keras_compat import build_optimizer, keras
+from ..keras_support.measures import Measures
 from . import callbacks as callback_support
-from . import measures as measures_mod
-from . import metrics, optimization, user_data
+from . import metrics, user_data
 from .checkpoints import Checkpointer, Progress, resume
-from .keras_compat import build_optimizer, keras
 from .loop import LoopConfig, train
-from .measures import Measures
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
 from .summaries import Summaries

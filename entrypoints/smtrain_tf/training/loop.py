@@ -14,10 +14,10 @@ from ..check import settings as check_settings
 from ..contract import mlflow_run
 from ..contract.errors import NonFiniteLoss
 from ..distribute.distribution import Distribution
+from ..keras_support.measures import COUNT
+from ..keras_support.optimization import current_learning_rate
 from . import metrics
 from .checkpoints import Checkpointer, Progress
-from .measures import COUNT
-from .optimization import current_learning_rate
 from .runners import evaluate
 from .steps import StepFunctions
 from .summaries import Summaries

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..distribute.distribution import Distribution
-from .keras_compat import optimizer_variables
+from ..keras_support.keras_compat import optimizer_variables
 from .steps import StepFunctions
 
 
@@ -77,7 +77,7 @@ def _fetch(remote: Any) -> np.ndarray:
 
 
 def evaluate(dist: Distribution, steps: StepFunctions, dataset: tf.data.Dataset) -> np.ndarray:
-    """Summed stats (measures.py) over the whole validation set, identical on every process."""
+    """Summed stats (keras_support/measures.py) over the whole validation set, identical on every process."""
     totals = np.zeros(steps.measures.size)
     if dist.coordinator is not None:
         run = steps.local_eval_batch()

@@ -21,13 +21,14 @@ from ..distribute import distribution
 from ..distribute.choice import PS, Choice
 from ..distribute.collective_libs import CollectiveLibrary
 from ..export import artifacts
+from ..keras_support import optimization
+from ..keras_support.keras_compat import build_optimizer, keras, keras_version
+from ..keras_support.measures import Measures
 from ..models import builders
 from ..models.names import BUILT_INS
-from . import metrics, optimization, user_data
+from . import metrics, user_data
 from .checkpoints import Checkpointer, resume
-from .keras_compat import build_optimizer, keras, keras_version
 from .loop import LoopConfig, train
-from .measures import Measures
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
 from .summaries import Summaries

@@ -1,6 +1,6 @@
 """The per-replica training and evaluation steps, and the tf.functions that run several at once.
 
-Every step returns the sums of measures.py: loss over examples, examples, each metric's parts.
+Every step returns the sums of keras_support/measures.py: loss over examples, examples, each metric's parts.
 Sums (not means) make metrics exact across replicas, workers and partial batches. A training batch
 may carry a third element, each example's weight (Keras's sample_weight, or class_weight looked up
 per label): the loss sums weighted examples over the same divisor, as Keras's default reduction does.
@@ -13,10 +13,10 @@ from typing import Any, Callable, List, Optional, Tuple
 import tensorflow as tf
 
 from ..distribute.distribution import Distribution
-from .keras_compat import scale_loss, unscale_gradients
-from .measures import Measures
+from ..keras_support.keras_compat import scale_loss, unscale_gradients
+from ..keras_support.measures import Measures
 
-Stats = tf.Tensor  # float32 [loss sum, count, metric parts...] (measures.py)
+Stats = tf.Tensor  # float32 [loss sum, count, metric parts...] (keras_support/measures.py)
 
 
 def _leading(structure: Any) -> tf.Tensor:

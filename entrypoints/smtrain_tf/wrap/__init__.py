@@ -34,7 +34,7 @@ Map:
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save
     devices_guard.py   a script's own tf.config device set-up, once the wrap has set up the devices
     repeated_warnings.py  a warning Keras logs at every save (HDF5 is legacy) is shown once
-    own_strategy.py    a script's own MirroredStrategy() / MultiWorkerMirroredStrategy() is the wrap's strategy;
-                       a batch multiplied by num_replicas_in_sync is taken as global
+    own_strategy.py    a script's own MirroredStrategy() / MultiWorkerMirroredStrategy() is the wrap's strategy
+                       (a batch multiplied by its num_replicas_in_sync is global: distribute/replica_count.py)
     tf_names.py        replacing a TensorFlow function under every name it is loaded as
 """

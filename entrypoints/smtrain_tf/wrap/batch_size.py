@@ -4,7 +4,7 @@ Keras splits a global batch over the replicas, so the wrap gives it the script's
 replicas: each replica then does the work it did on one device. With SMTRAIN_WRAP_BATCH=global the
 number stays as written. Data the script batches itself (a tf.data.Dataset, a Sequence, a
 generator) is left alone, with a warning naming the fit call. A batch the script multiplied by
-num_replicas_in_sync itself (own_strategy.py marks it) is global, as written.
+num_replicas_in_sync itself (distribute/replica_count.py records it) is global, as written.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Tuple
 
 from ..check import settings as check_settings
-from . import fit_inputs, own_strategy
+from ..distribute import replica_count
+from . import fit_inputs
 from .context import WrapContext, plural
 from .settings import GLOBAL
 
 
 def batched_data_warning(ctx: WrapContext, location: str, what: str) -> None:
-    if own_strategy.dataset_batch_scaled():
+    if replica_count.dataset_batch_scaled():
         ctx.say_once(f"wrap: {location}: fit gets {what}, which the script batches itself with a global batch (it "
                      f"multiplied by num_replicas_in_sync): each batch is split over {plural(ctx.replicas, 'replica')}")
         return
@@ -34,7 +35,7 @@ def batched_data_warning(ctx: WrapContext, location: str, what: str) -> None:
 def per_replica_batch(ctx: WrapContext, given: Dict[str, Any]) -> int:
     """The batch one replica takes from array data, as the script wrote it and the settings read it."""
     written = int(given.get("batch_size") or fit_inputs.KERAS_DEFAULT_BATCH)
-    if own_strategy.scaled_by_script(given.get("batch_size")):
+    if replica_count.scaled_by_script(given.get("batch_size")):
         per_replica = max(written // ctx.replicas, 1)
         ctx.say_once(f"wrap: batch_size {written} is global (the script multiplied it by num_replicas_in_sync): "
                      f"{per_replica} per replica ({plural(ctx.replicas, 'replica')})")
@@ -56,7 +57,7 @@ def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tup
         batched_data_warning(ctx, location, what)
         return given, None
     given = dict(given)
-    written_global = ctx.settings.batch == GLOBAL or own_strategy.scaled_by_script(given.get("batch_size"))
+    written_global = ctx.settings.batch == GLOBAL or replica_count.scaled_by_script(given.get("batch_size"))
     global_batch = per_replica_batch(ctx, given) * ctx.replicas
     if not written_global:
         given["batch_size"] = global_batch
@@ -84,7 +85,7 @@ def as_planned_batches(ctx: WrapContext, dataset: Any) -> Any:
 
     size = rebatch.first_batch_size(dataset)  # in both runs: their shuffles stay in step
     times = ctx.planned_replicas // max(ctx.replicas, 1)
-    if times <= 1 or not own_strategy.dataset_batch_scaled():
+    if times <= 1 or not replica_count.dataset_batch_scaled():
         return dataset
     ctx.say_once(f"check: the script's batches of {size} taken {times} at a time: one device standing for "
                  f"{plural(ctx.planned_replicas, 'replica')}")

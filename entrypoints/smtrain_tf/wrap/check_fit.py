@@ -180,7 +180,7 @@ def fit(keras: Any, ctx: WrapContext, model: Any, given: Dict[str, Any], locatio
         # shares the rows out.
         options.update(batch_size_per_replica=per_replica_batch(ctx, given), shuffle_buffer=rows if shuffle else 0,
                        seed=ctx.contract.hp("seed"))
-    from .. import fit as smtrain_fit
+    from .._api import fit as smtrain_fit  # smtrain_tf.fit
 
     compiled = getattr(model, "steps_per_execution", None)
     if isinstance(compiled, int) and compiled > 1:

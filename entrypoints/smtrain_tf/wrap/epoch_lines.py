@@ -16,8 +16,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ..contract import mlflow_run
+from ..keras_support.optimization import current_learning_rate
 from ..training import metrics
-from ..training.optimization import current_learning_rate
 from ..training.summaries import Summaries, numbered
 from .context import WrapContext
 

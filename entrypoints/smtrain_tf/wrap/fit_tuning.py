@@ -30,8 +30,8 @@ import math
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..keras_support.keras_compat import keras
 from ..training.callbacks import wants_batches
-from ..training.keras_compat import keras
 from . import fit_inputs
 from .context import WrapContext
 

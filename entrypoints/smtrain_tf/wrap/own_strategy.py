@@ -20,21 +20,18 @@ A call the wrap cannot stand for (explicit devices, an explicit cluster resolver
 with the reason; preflight refuses the same before the job is paid for. Options about how gradients
 travel (cross_device_ops, communication options) are left to the wrap's strategy, with a note.
 
-The batch: a script that builds its own strategy often writes its global batch itself, as
-`64 * strategy.num_replicas_in_sync`. The wrap's strategy answers `num_replicas_in_sync` with an int
-that records the products made with it (plain ints, which the script may print, save or serialise),
-so fit (batch_size.py) and Dataset.batch know a batch of that value is already global. A product made
-another way (`np.int64(64) * n`, `sum([n] * 64)`) is not recorded: the batch is then taken as one
-replica's, as for any other number, and the log says so.
+The wrap's strategy records the batches a script makes with `num_replicas_in_sync`
+(distribute/replica_count.py), so that such a batch is taken as global.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, Set, Tuple
+from typing import Any, Dict, Tuple
 
 import tensorflow as tf
 
+from ..distribute.replica_count import mark_replica_count
 from . import fit_inputs
 from .context import Unsupported, WrapContext
 
@@ -45,39 +42,6 @@ _TRANSPORT = ("cross_device_ops", "communication_options", "communication")
 # tf.distribute.MultiWorkerMirroredStrategy is a class of another name.
 _PUBLIC_NAMES = {"CollectiveAllReduceStrategy": "MultiWorkerMirroredStrategy",
                  "_CollectiveAllReduceStrategyExperimental": "experimental.MultiWorkerMirroredStrategy"}
-
-
-class ReplicaCount(int):
-    """`num_replicas_in_sync` as the wrap's strategy gives it: the products made with it are recorded."""
-
-    def __mul__(self, other: Any) -> Any:
-        product = int.__mul__(self, other)
-        if isinstance(other, int) and product is not NotImplemented:
-            _State.scaled.add(int(product))
-            return int(product)
-        return product
-
-    __rmul__ = __mul__
-
-    def __reduce__(self) -> Any:  # pickled (or copied) as the plain int it is
-        return (int, (int(self),))
-
-
-class _State:
-    scaled: Set[int] = set()  # values the script made by multiplying with the replica count
-    scaled_dataset_batch = False  # a Dataset.batch(...) the script scaled itself
-
-
-def scaled_by_script(value: Any) -> bool:
-    """Whether `value` is a product the script made with num_replicas_in_sync (its global batch)."""
-    try:
-        return isinstance(value, int) and not isinstance(value, bool) and int(value) in _State.scaled
-    except (TypeError, ValueError):
-        return False
-
-
-def dataset_batch_scaled() -> bool:
-    return _State.scaled_dataset_batch
 
 
 def _bound(original: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -186,42 +150,6 @@ def _replace_public(original: type, replacement: type) -> None:
         for name, value in list(vars(module).items()):
             if value is original:
                 setattr(module, name, replacement)
-
-
-def _mark_replica_count(strategy: Any) -> None:
-    cls = type(strategy)
-    prop = getattr(cls, "num_replicas_in_sync", None)
-    if not isinstance(prop, property) or getattr(prop.fget, "_smtrain_marked", False):
-        return
-
-    def num_replicas_in_sync(self: Any) -> Any:
-        value = prop.fget(self)
-        return ReplicaCount(value) if self is strategy else value
-
-    num_replicas_in_sync._smtrain_marked = True  # type: ignore[attr-defined]
-    cls.num_replicas_in_sync = property(num_replicas_in_sync, doc=prop.__doc__)
-
-
-def _mark_dataset_batch() -> None:
-    original = tf.data.Dataset.batch
-    if getattr(original, "_smtrain_marked", False):
-        return
-
-    def batch(self: Any, batch_size: Any, *args: Any, **kwargs: Any) -> Any:
-        if scaled_by_script(batch_size):
-            _State.scaled_dataset_batch = True
-        return original(self, batch_size, *args, **kwargs)
-
-    batch.__doc__ = original.__doc__
-    batch._smtrain_marked = True  # type: ignore[attr-defined]
-    tf.data.Dataset.batch = batch  # type: ignore[method-assign]
-
-
-def mark_replica_count(strategy: Any) -> None:
-    """`strategy.num_replicas_in_sync` records the products made with it, and Dataset.batch a batch made so
-    (the wrap's patch below; smtrain_tf's strategy() during a check, outside the wrap)."""
-    _mark_replica_count(strategy)
-    _mark_dataset_batch()
 
 
 def patch(ctx: WrapContext) -> None:
