@@ -36,8 +36,10 @@ sdk-v3-env: install
 tf-registries: install sdk-v3-env
 	$(BIN)/python -m tests.tools.tf_registries
 
+# Two workers (pytest-xdist): the machine CI runs on has two cores; PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 2
 test: install docs horovod-env sdk-v2-env sdk-v3-env
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The documentation site into site/, from docs/ (the spec, CLI and API reference generated from the code):
 # --strict, so a broken link, a page missing from the nav or an entry without its description fails it (not with
