@@ -27,16 +27,22 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 def shell_lines(path: Path) -> list[str]:
     lines = []
     for lang, body in _FENCE.findall(path.read_text(encoding="utf-8")):
-        if lang not in ("sh", "bash", "shell", "console", ""):
-            continue
-        for line in body.splitlines():
-            # `a && b` and `a; b` are two commands (a comment's own `;` stays in the comment)
-            code, _, comment = line.strip().removeprefix("$ ").partition(" #")
-            parts = re.split(r"\s*(?:&&|;)\s*", code)
-            for part in parts:
-                words = part.split()
-                if words and Path(words[0]).name == "smtrain":
-                    lines.append(part + (f" #{comment}" if comment and part == parts[-1] else ""))
+        if lang in ("sh", "bash", "shell", "console", ""):
+            lines += shell_lines_of(body)
+    return lines
+
+
+def shell_lines_of(body: str) -> list[str]:
+    """The smtrain command lines of one block."""
+    lines = []
+    for line in body.splitlines():
+        # `a && b` and `a; b` are two commands (a comment's own `;` stays in the comment)
+        code, _, comment = line.strip().removeprefix("$ ").partition(" #")
+        parts = re.split(r"\s*(?:&&|;)\s*", code)
+        for part in parts:
+            words = part.split()
+            if words and Path(words[0]).name == "smtrain":
+                lines.append(part + (f" #{comment}" if comment and part == parts[-1] else ""))
     return lines
 
 
@@ -157,3 +163,65 @@ def test_documented_dry_run_keys_are_what_the_dry_run_prints(tmp_path: Path) -> 
                           "--dry-run", "-o", "json"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert documented_keys("submit --dry-run") == set(json.loads(out.stdout))
+
+
+# Shell blocks that tests run as they are written (the page, the block's first line): the rest of a page's
+# commands are parsed above, and a block that would reach AWS says so.
+RUN_BY_TESTS = {
+    ("docs/getting-started.md", "python3 -m venv .venv && .venv/bin/pip install '.[local]'"):
+        "tests/cli/test_first_hour_venv.py",
+    ("docs/guides/moto.md", "export AWS_ENDPOINT_URL=http://127.0.0.1:5000"): "tests/sagemaker/test_moto_recipe.py",
+}
+NEEDS_AWS = "# needs AWS"
+MOTO_HERE = "AWS_ENDPOINT_URL=http://127.0.0.1"  # a block that points AWS's SDK at moto on this machine
+_OFFLINE_FLAGS = {"--dry-run", "--local", "--help", "-h"}
+_OFFLINE_COMMANDS = {"validate", "plan", "schema", "init", "instances", "check", "completion", "import"}
+
+
+def _reaches_aws(line: str) -> bool:
+    """Whether a documented smtrain line would call AWS: a command that sends or follows a job, unless it runs
+    here (--local, --dry-run); `import` of a launcher is offline, `import --job` is not."""
+    for words in variants(line):
+        if not words or set(words) & _OFFLINE_FLAGS:
+            continue
+        if words[0] not in _OFFLINE_COMMANDS or (words[0] == "import" and "--job" in words):
+            return True
+        if words[0] == "plan" and "--check" in words:  # the quota check reads Service Quotas
+            return True
+    return False
+
+
+def shell_blocks(path: Path) -> list[str]:
+    return [body for lang, body in _FENCE.findall(path.read_text(encoding="utf-8"))
+            if lang in ("sh", "bash", "shell", "console")]
+
+
+def test_every_block_that_reaches_aws_says_so_or_runs_against_moto_in_a_test() -> None:
+    unmarked = []
+    for path in DOCS:
+        page = path.relative_to(ROOT).as_posix()
+        for block in shell_blocks(path):
+            first = block.strip().splitlines()[0]
+            if any(page == p and first.startswith(f) for p, f in RUN_BY_TESTS) or NEEDS_AWS in block \
+                    or MOTO_HERE in block:
+                continue
+            lines = [line for line in shell_lines_of(block) if _reaches_aws(line)]
+            if lines:
+                unmarked.append(f"{page}: {lines[0]}")
+    assert unmarked == []
+
+
+def test_the_blocks_said_to_be_run_are_there_and_their_tests_too() -> None:
+    for (page, first), test in RUN_BY_TESTS.items():
+        assert any(b.strip().startswith(first) for b in shell_blocks(ROOT / page)), (page, first)
+        assert (ROOT / test).is_file()
+
+
+def test_what_reaches_aws_is_told_apart() -> None:
+    assert _reaches_aws("smtrain submit job.yaml --wait")
+    assert _reaches_aws("smtrain status|logs|wait|stop JOB")
+    assert _reaches_aws("smtrain import --job NAME")
+    assert not _reaches_aws("smtrain submit job.yaml --dry-run -o json")
+    assert not _reaches_aws("smtrain submit job.yaml [--local]")  # the bracket taken as present
+    assert not _reaches_aws("smtrain plan job.yaml --set compute.nodes=4")
+    assert not _reaches_aws("smtrain import launch.py")

@@ -31,7 +31,7 @@ def _port_open(port: int) -> bool:
 
 
 def test_the_page_starts_moto_with_make_and_says_the_port() -> None:
-    first, second = _blocks()
+    first, second, *_ = _blocks()
     assert first.startswith("make moto") and DOC_PORT in second
     assert '"${MOTO_PORT:-5000}"' in (ROOT / "scripts" / "moto.sh").read_text(encoding="utf-8")
 
