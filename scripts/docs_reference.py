@@ -15,6 +15,7 @@ import importlib
 import inspect
 import json
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -235,9 +236,10 @@ def _signature(name: str, obj: Any) -> str:
     if isinstance(obj, property):
         return name
     try:
-        return f"{name}{inspect.signature(target)}"
+        signature = f"{name}{inspect.signature(target)}"
     except (TypeError, ValueError):
         return name
+    return re.sub(r" at 0x[0-9a-f]+>", ">", signature)  # a default function's repr: the same page every build
 
 
 def api_page() -> str:
