@@ -37,9 +37,11 @@ tf-registries: install sdk-v3-env
 	$(BIN)/python -m tests.tools.tf_registries
 
 # Two workers (pytest-xdist): the machine CI runs on has two cores; PYTEST_WORKERS=0 runs the suite in one process.
+# worksteal: a worker that runs out takes tests queued for the other, so the suite does not end on one worker
+# running the long tests it was handed early (with the default `load`, the last 6 minutes ran on one).
 PYTEST_WORKERS ?= 2
 test: install docs horovod-env sdk-v2-env sdk-v3-env
-	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The documentation site into site/, from docs/ (the spec, CLI and API reference generated from the code):
 # --strict, so a broken link, a page missing from the nav or an entry without its description fails it (not with
