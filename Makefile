@@ -38,7 +38,7 @@ tf-registries: install sdk-v3-env
 
 # Two workers (pytest-xdist): the machine CI runs on has two cores; PYTEST_WORKERS=0 runs the suite in one process.
 # worksteal: a worker that runs out takes tests queued for the other, so the suite does not end on one worker
-# running the long tests it was handed early (with the default `load`, the last 6 minutes ran on one).
+# running the long tests it was handed early (with the default `load`, the suite's last minutes ran on one).
 PYTEST_WORKERS ?= 2
 test: install docs horovod-env sdk-v2-env sdk-v3-env
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
