@@ -374,11 +374,11 @@ def test_the_bundled_package_check_catches_upward_sibling_and_face_imports_and_a
         "smtrain_tf/data/__init__.py": "",
         "smtrain_tf/data/pipeline.py": "def f():\n    from smtrain_tf.models import builders\n",
         "smtrain_tf/training/__init__.py": "", "smtrain_tf/training/steps.py": "from ..models.builders import build\n",
-        "smtrain_tf/wrap/__init__.py": "", "smtrain_tf/wrap/check_fit.py": "def f():\n    from .. import fit\n",
+        "smtrain_tf/wrap/__init__.py": "", "smtrain_tf/wrap/check_rest.py": "def f():\n    from .. import fit\n",
     }) / "smtrain_tf"
     assert entry_backwards_imports(pkg) == [
         "smtrain_tf/data/pipeline.py:2: smtrain_tf.data.pipeline (data) imports smtrain_tf.models.builders (models)",
         "smtrain_tf/models/builders.py:1: smtrain_tf.models.builders (models) imports smtrain_tf.training.steps "
         "(training)",
-        "smtrain_tf/wrap/check_fit.py:2: smtrain_tf.wrap.check_fit (wrap) imports smtrain_tf (__init__)"]
+        "smtrain_tf/wrap/check_rest.py:2: smtrain_tf.wrap.check_rest (wrap) imports smtrain_tf (__init__)"]
     assert entry_unit_cycles(pkg) == [["models", "training", "models"]]

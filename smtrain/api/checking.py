@@ -70,7 +70,7 @@ class CheckResult:
         return {"job": self.job, "equivalent": self.equivalent, "program": self.program,
                 "planned_layout": self.planned_layout, "checked_layout": self.checked_layout,
                 "one_device": self.one_device, "seconds": self.seconds, "notes": list(self.notes),
-                **{k: v for k, v in self.verdict.to_dict().items() if k != "equivalent"}}
+                **{k: v for k, v in self.verdict.to_dict().items() if k not in ("equivalent", "notes")}}
 
     def __repr__(self) -> str:
         return mask_text(f"<CheckResult {self.job}: {'equivalent' if self.equivalent else 'not equivalent'}>")
@@ -320,7 +320,11 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
                 reference = read_run(work / "one-device")
             except CannotCheck as exc:
                 raise CannotCheckError(str(exc)) from None
-            if info.status != "Completed" or reference is None:
+            # A wrapped script runs to its end in both runs: one that recorded its steps and failed after them (its
+            # evaluate, a save) is compared all the same, and the failure is the verdict's first cause.
+            one_failed = (info.failure_reason or f"the run ended {info.status}") \
+                if info.status != "Completed" and reference is not None and reference.loop == "keras" else None
+            if (info.status != "Completed" and one_failed is None) or reference is None:
                 keep = True
                 raise CannotCheckError(_one_device_failed(info, reference is None, steps, work / "check.log"))
             progress(f"check: the planned layout, {plural(layout.hosts, 'host')} x "
@@ -339,7 +343,10 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
                 verdict = failed(info.failure_reason or "it wrote no record of its steps")
             elif info.status != "Completed" and _program(found.plan) == "wrapped":  # it went on past its steps
                 verdict = failed_after_training(info.failure_reason or f"the run ended {info.status}",
-                                                compare(reference, mine, scaling))
+                                                compare(reference, mine, scaling), one_device=one_failed)
+            elif one_failed is not None:
+                verdict = failed_after_training(one_failed, compare(reference, mine, scaling), one_device=one_failed,
+                                                planned=False)
             else:
                 verdict = compare(reference, mine, scaling)
     finally:
@@ -350,9 +357,11 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
     if random_layers == "off":
         notes.append("dropout and noise layers were off in both runs (--random-layers off): what they do per replica "
                      "was not compared")
-    if _program(plan_) == "wrapped" and plan_.strategy != "multi_worker_mirrored":
-        notes.append("during the check the wrap ran model.fit through smtrain's loop, which records the steps; on "
-                     "SageMaker this job's fit is Keras's own")
+    notes.extend(verdict.notes)  # which fit calls and steps it covered, and what it saw beside its causes
+    if _program(plan_) == "wrapped":
+        notes.append("both runs seeded every worker's random generators (Python's, NumPy's, TensorFlow's) from the "
+                     "job's seed (the seed hyperparameter, 42 without one), as the wrap does in the paid job: what "
+                     "the script leaves unseeded is drawn alike on every host")
     if (layout.hosts, layout.replicas_per_host) != (layout.planned_hosts, layout.planned_per_host):
         notes.append(f"the planned layout ({layout.planned_hosts} x {layout.planned_per_host}) is checked on "
                      f"{layout.hosts} x {layout.replicas_per_host}: the same structure, smaller (a check runs at most "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ class StepRecord:
     examples: int  # the examples the step trained on, over the job
     learning_rate: float | None
     replicas: tuple[tuple[str, ...], ...]  # each replica's examples (fingerprints), workers in order
+    weights_relative: float | None = None  # Keras's fit: the weights after the step against the reference's
+    call: int = 1  # the fit call it belongs to (1-based)
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class RunRecord:
     random_layers: tuple[dict[str, Any], ...] = ()  # {"name", "class", "seed"}
     weights: tuple[dict[str, Any], ...] = field(default=())  # the planned run's: each weight against the reference's
     steps_per_epoch: int = 0  # 0: not recorded
+    loop: str = "smtrain"  # keras: recorded inside Keras's own fit (a wrapped script); smtrain: smtrain_tf's loop
+    calls: tuple[dict[str, Any], ...] = ()  # Keras's fit: each call's {"location", "first_step", "steps"}
 
 
 def cannot_check_reason(directory: Path) -> str | None:
@@ -51,11 +56,20 @@ def read_run(directory: Path) -> RunRecord | None:
         return None
     workers = [json.loads(p.read_text(encoding="utf-8")) for p in files]
     chief = workers[0]
+    if chief.get("different_models"):
+        raise CannotCheck(chief["different_models"])
     count = min(len(w["steps"]) for w in workers)
     steps = []
     for i in range(count):
         first = chief["steps"][i]
         replicas = tuple(tuple(r) for w in workers for r in w["steps"][i]["replicas"])
+        if first.get("examples") is None:  # recorded in Keras's fit: each worker its own replicas
+            losses = [log for w in workers for log in w["steps"][i]["replica_losses"]]
+            steps.append(StepRecord(loss=_step_loss(losses), inference_loss=math.nan,
+                                    examples=sum(len(r) for r in replicas), learning_rate=first["learning_rate"],
+                                    replicas=replicas, weights_relative=first.get("weights_relative"),
+                                    call=int(first.get("call") or 1)))
+            continue
         steps.append(StepRecord(loss=float(first["loss"]), inference_loss=float(first["inference_loss"]),
                                 examples=int(round(first["examples"])), learning_rate=first["learning_rate"],
                                 replicas=replicas))
@@ -64,4 +78,15 @@ def read_run(directory: Path) -> RunRecord | None:
                      stands_for=int(chief.get("stands_for") or 1), steps=tuple(steps),
                      batch_norm=tuple(layer["name"] for layer in found_layers.get("batch_norm", ())),
                      random_layers=tuple(found_layers.get("random", ())),
-                     weights=tuple(chief.get("weights") or ()), steps_per_epoch=int(chief.get("steps_per_epoch") or 0))
+                     weights=tuple(chief.get("weights") or ()), steps_per_epoch=int(chief.get("steps_per_epoch") or 0),
+                     loop=str(chief.get("loop") or "smtrain"), calls=tuple(chief.get("calls") or ()))
+
+
+def _step_loss(losses: list[dict[str, float]]) -> float:
+    """A step's loss from each replica's logs: its `loss` (else its first log, a GAN's d_loss), averaged over the
+    replicas as Keras averages a step's logs."""
+    values = []
+    for logs in losses:
+        if logs:
+            values.append(float(logs["loss"] if "loss" in logs else next(iter(logs.values()))))
+    return sum(values) / len(values) if values else math.nan

@@ -59,6 +59,7 @@ class Verdict:
     loss_tolerance: float = LOSS_TOLERANCE
     weights_tolerance: float = WEIGHTS_TOLERANCE
     tolerance_why: str = TOLERANCE_WHY
+    notes: tuple[str, ...] = ()  # what the verdict covered and what it saw beside its causes
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as JSON takes it: a number that is not finite (a NaN loss) is null."""
@@ -250,11 +251,51 @@ def _first_parting(one: RunRecord, planned: RunRecord, steps: int) -> int | None
     return None
 
 
+def _weights_each_step(planned: RunRecord, steps: int) -> bool:
+    return steps > 0 and all(step.weights_relative is not None for step in planned.steps[:steps])
+
+
+def _first_weights_parting(planned: RunRecord, steps: int) -> int | None:
+    """Recorded in Keras's fit: the first step after which the weights differ from one device's."""
+    for i in range(steps):
+        found = planned.steps[i].weights_relative
+        if found is not None and found > WEIGHTS_TOLERANCE:
+            return i
+    return None
+
+
+def _loss_notes(one: RunRecord, planned: RunRecord, steps: int) -> list[str]:
+    """The step's logged loss parts from one device's while every step's weights agree: a log, not the training."""
+    ratios = [planned.steps[i].loss / one.steps[i].loss for i in range(steps) if one.steps[i].loss]
+    replicas = max(planned.replicas, 1)
+    if ratios and replicas > 1 and all(abs(r * replicas - 1.0) <= 10 * LOSS_TOLERANCE * replicas for r in ratios):
+        return [f"the weights agree with one device's after every step, but the loss the step logs is 1/{replicas} of "
+                f"one device's at every step: the train_step logs the value of self.compute_loss (or of a loss "
+                f"object), which Keras scales by 1/num_replicas_in_sync for the gradients under a strategy; its "
+                f"History, progress bar and metric lines show the loss {replicas} times too small (log "
+                f"`loss * tf.distribute.get_strategy().num_replicas_in_sync`, or leave the loss to Keras's metrics)"]
+    return ["the weights agree with one device's after every step, but the loss the step logs does not: what the "
+            "step returns as its loss is not what one device's returns (the training itself is the same)"]
+
+
+def _call_notes(planned: RunRecord, steps: int) -> list[str]:
+    if not planned.calls:
+        return []
+    said = [f"call {n} at {call['location']} (steps {call['first_step']}-{call['first_step'] + call['steps'] - 1})"
+            if call["steps"] else f"call {n} at {call['location']} (no step)"
+            for n, call in enumerate(planned.calls, start=1)]
+    return [f"compared {plural(len(planned.calls), 'fit call')} inside Keras's own fit, the model's own train_step "
+            f"recorded, {plural(steps, 'step')} in all: " + "; ".join(said)]
+
+
 def _per_step(one: RunRecord, planned: RunRecord, steps: int) -> tuple[dict[str, float], ...]:
     rows = []
     for i, (mine, theirs) in enumerate(zip(planned.steps[:steps], one.steps[:steps]), start=1):  # noqa: B905
-        rows.append({"step": i, "one_device": theirs.loss, "planned_run": mine.loss,
-                     "relative": relative(mine.loss, theirs.loss)})
+        row = {"step": i, "one_device": theirs.loss, "planned_run": mine.loss,
+               "relative": relative(mine.loss, theirs.loss)}
+        if mine.weights_relative is not None:  # recorded in Keras's fit: the weights after the step too
+            row["weights_relative"] = mine.weights_relative
+        rows.append(row)
     return tuple(rows)
 
 
@@ -293,6 +334,12 @@ def compare(one: RunRecord, planned: RunRecord, spec_scaling: str | None = None)
     worst = max(per_step, key=lambda row: row["relative"]) if per_step else {"relative": 0.0, "step": 0}
     weights = _weights_difference(planned.weights)
     parting = _first_parting(one, planned, steps)
+    notes = _call_notes(planned, steps)
+    if _weights_each_step(planned, steps):
+        # Recorded in Keras's fit: the weights after each step decide; the loss is what the step chose to log.
+        loss_parting, parting = parting, _first_weights_parting(planned, steps)
+        if loss_parting is not None and parting is None:
+            notes += _loss_notes(one, planned, steps)
     weights_part = weights is not None and weights["relative"] > WEIGHTS_TOLERANCE
     causes: list[Cause] = []
     if steps:
@@ -302,7 +349,9 @@ def compare(one: RunRecord, planned: RunRecord, spec_scaling: str | None = None)
         causes += [found for found in (batch, data, rate) if found is not None]
         if batch is None and data is None and (parting is not None or weights_part):
             at = parting if parting is not None else steps - 1
-            same_inference = relative(planned.steps[at].inference_loss, one.steps[at].inference_loss) <= LOSS_TOLERANCE
+            mine, theirs = planned.steps[at].inference_loss, one.steps[at].inference_loss
+            # Not measured (NaN, in Keras's fit): the layers may be why, so they are named.
+            same_inference = math.isnan(mine) or math.isnan(theirs) or relative(mine, theirs) <= LOSS_TOLERANCE
             if same_inference:  # the same weights and examples: what trains differently per replica is left
                 causes.extend(_layer_causes(planned))
     equivalent = not causes and parting is None and not weights_part
@@ -317,7 +366,7 @@ def compare(one: RunRecord, planned: RunRecord, spec_scaling: str | None = None)
     return Verdict(equivalent=equivalent, steps=steps, loss_difference=float(worst["relative"]),
                    loss_step=int(worst["step"]), weights_difference=float(weights["relative"]) if weights else None,
                    weights_name=weights["name"] if weights else None, first_step=first, causes=tuple(causes),
-                   per_step=per_step)
+                   per_step=per_step, notes=tuple(notes))
 
 
 _SCOPE_SIGNS = ("not created under the job's strategy", "inside \"with strategy.scope()\"", "strategy.scope()")
@@ -348,11 +397,19 @@ def failed(reason: str) -> Verdict:
                    weights_name=None, first_step=1, causes=(cause,), per_step=())
 
 
-def failed_after_training(reason: str, compared: Verdict) -> Verdict:
+def failed_after_training(reason: str, compared: Verdict, one_device: str | None = None,
+                          planned: bool = True) -> Verdict:
     """The planned run recorded its steps, then the rest of the script failed (evaluate, a save, a second fit):
-    the paid job would fail there after its training was paid for. The steps' own causes, if any, follow."""
+    the paid job would fail there after its training was paid for. The steps' own causes, if any, follow.
+    `one_device`: the one-device run's failure after its steps, if it failed too; `planned=False`: only it did."""
     said = _last_error(reason).removeprefix("AlgorithmError: ")  # SageMaker's (and a local run's) failure class
-    cause = Cause("after-training", f"the planned run fails after training: {said}",
+    if not planned:
+        where = "the one-device run fails after training, where the planned run does not"
+    elif one_device is not None and _last_error(one_device) == _last_error(reason):
+        where = "the planned run fails after training, as one device does"
+    else:
+        where = "the planned run fails after training"
+    cause = Cause("after-training", f"{where}: {said}",
                   "fix the line it names (the job would fail there after training); `smtrain submit --local` runs "
                   "the whole script in the planned layout")
     return replace(compared, equivalent=False, causes=(cause, *compared.causes))

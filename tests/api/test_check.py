@@ -12,7 +12,6 @@ the first).
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import pytest
 
 import smtrain
 from smtrain.api.checking import CannotCheckError
-from tests.support import ROOT, demo_digits, moto_server
+from tests.support import ROOT, check_temp, demo_digits, moto_server
 from tests.support.cli_runner import smtrain as run_cli
 from tests.support.moto_server import MotoServer, live_spec
 from tests.support.specfiles import write_spec
@@ -36,14 +35,7 @@ pytestmark = pytest.mark.slow
 digits = demo_digits.digits
 
 
-@pytest.fixture(autouse=True)
-def own_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The check's work directories go under the test's own temporary directory (and are counted there)."""
-    place = tmp_path / "tmp"
-    place.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(place))
-    monkeypatch.setenv("TMPDIR", str(place))
-    return place
+own_temp = check_temp.own_temp
 
 
 def _spec(tmp_path: Path, digits: Path, changes: dict[str, Any]) -> Path:
@@ -117,8 +109,8 @@ def test_the_wrapped_tutorial_script_is_equivalent_when_it_seeds_its_shuffle(dig
 
 
 def test_a_failure_after_training_is_the_planned_runs_with_its_line(digits: Path, tmp_path: Path) -> None:
-    """The check runs the whole script in the planned layout, each fit cut to the check's steps: evaluate's
-    values unpacked wrongly after fit fails there, at its line, where the paid job would fail after training."""
+    """The check runs the whole script in both runs, each fit cut to the check's steps: evaluate's values unpacked
+    wrongly after fit fails there, at its line, where the paid job would fail after training (on one device too)."""
     spec = _wrapped(tmp_path, digits, evaluate_wrong=1)
     line = next(n for n, text in enumerate((CODE / "tutorial.py").read_text().splitlines(), 1)
                 if "= model.evaluate(" in text)
@@ -128,7 +120,8 @@ def test_a_failure_after_training_is_the_planned_runs_with_its_line(digits: Path
     assert data["equivalent"] is False
     first = data["causes"][0]
     assert first["kind"] == "after-training", data["causes"]
-    assert first["says"].startswith("the planned run fails after training: ValueError: not enough values to unpack")
+    assert first["says"].startswith("the planned run fails after training, as one device does: ValueError: not "
+                                    "enough values to unpack"), first["says"]
     assert first["says"].endswith(f"(at tutorial.py:{line})"), first["says"]
     # The steps themselves were compared: the training was equivalent, only what follows it fails.
     assert [c["kind"] for c in data["causes"]] == ["after-training"]
@@ -160,22 +153,32 @@ def test_a_rate_scaled_by_the_script_on_top_of_lr_scaling(digits: Path, tmp_path
     assert "scaled for the replicas twice" in causes["learning_rate"]["fix"]
 
 
-def test_a_dataset_batched_by_the_script_with_an_unseeded_shuffle_is_the_data_cause_alone(digits: Path,
-                                                                                         tmp_path: Path) -> None:
+def test_a_dataset_batched_by_the_script_with_an_unseeded_shuffle_is_drawn_alike_under_the_wrap(
+        digits: Path, tmp_path: Path) -> None:
     """The script batches its dataset with 32 (one replica's number, no num_replicas_in_sync) and shuffles it
     without a seed. The wrap leaves a dataset the script batched as it is, so 32 is the job's global batch, and
-    the one device trains on the same batches of 32: the batch is no cause, and the workers' overlapping data,
-    the real fault, is named, alone."""
+    the one device trains on the same batches of 32; the wrap seeds every worker alike (in the paid job too), so
+    the unseeded shuffle gives every worker one order: equivalent, and the note says why."""
     result = smtrain.check(_wrapped(tmp_path, digits, per_replica_batch=1, shuffle_seed=-1), steps=10)
     data = result.to_dict()
     assert data["one_device"]["global_batch"] == 32
+    assert result.equivalent, data["causes"]
+    assert any("seeded every worker's random generators" in note for note in data["notes"]), data["notes"]
+
+
+def test_a_script_seeding_each_host_with_its_own_seed_is_the_data_cause_alone(digits: Path, tmp_path: Path) -> None:
+    """The same unseeded shuffle, but the script seeds TensorFlow with its host's index itself (its seed replaces
+    the wrap's, as it would on SageMaker): each worker shuffles its own way, and the workers' overlapping data,
+    the real fault, is named, alone."""
+    result = smtrain.check(_wrapped(tmp_path, digits, per_replica_batch=1, shuffle_seed=-1, seed_per_host=1),
+                           steps=10)
+    data = result.to_dict()
     assert [c["kind"] for c in data["causes"]] == ["data"], data["causes"]
     cause = data["causes"][0]
     counts = cause["counts"]
     assert counts["examples"] == 320 and counts["first_step"] == 1
     # Each worker shuffles on its own: examples taken twice and as many of one device's never taken.
     assert counts["taken_again"] == counts["never_taken"] > 0
-    assert counts["same_step_overlaps"] > 0
     assert f"{counts['taken_again']} of them more often than one device did" in cause["says"]
     assert "seed" in cause["fix"]
 

@@ -571,76 +571,6 @@ def test_a_script_with_a_strategy_of_its_own_is_told_to_leave_it_to_the_wrap(tmp
     assert "RuntimeError: Mixing" in capsys.readouterr().err
 
 
-def test_keras_fit_arguments_become_smtrain_tf_fit_arguments_during_a_check(monkeypatch) -> None:
-    from types import SimpleNamespace
-
-    import tensorflow as tf
-    from smtrain_tf import _api
-    from smtrain_tf.wrap import check_fit
-    from smtrain_tf.wrap.context import Unsupported
-
-    calls: list[tuple] = []
-    monkeypatch.setattr(_api, "fit", lambda *args, **kwargs: calls.append((args, kwargs)) or "history")
-    said: list[str] = []
-    ctx = _context("per_replica", said)
-    ctx.contract = SimpleNamespace(hp={"seed": 5}.__getitem__)
-    x, y = np.arange(40, dtype=np.float32).reshape(20, 2), np.arange(20)
-    stop = tf.keras.callbacks.EarlyStopping()
-
-    def fit(**given):
-        calls.clear()
-        assert check_fit.fit(tf.keras, ctx, "model", given, "train.py:7") == "history"
-        return calls[0]
-
-    # validation_split: the last rows, before any shuffle; batch per replica; the job's seed for the order.
-    (model, train, validation), options = fit(x=x, y=y, batch_size=4, epochs=3, validation_split=0.25,
-                                              callbacks=[stop])
-    assert model == "model" and train[0].shape == (15, 2) and list(validation[1]) == list(range(15, 20))
-    assert options == {"epochs": 3, "steps_per_epoch": None, "callbacks": [stop], "checkpoint": False,
-                       "initial_epoch": 0, "batch_size_per_replica": 4, "shuffle_buffer": 15, "seed": 5}
-    assert "wrap: batch_size 4 per replica -> global 8 (2 replicas)" in said
-    # shuffle=False: no shuffle; a validation dataset the script batched is unbatched for fit to batch it.
-    (_, _, validation), options = fit(x=x, y=y, shuffle=False,
-                                      validation_data=tf.data.Dataset.from_tensor_slices((x, y)).batch(3))
-    assert options["shuffle_buffer"] == 0 and validation.element_spec[0].shape == (2,)
-    # Batched training data is left to the script; validation arrays beside it are batched as Keras does.
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(6)
-    (_, train, validation), options = fit(x=dataset, validation_data=(x, y), validation_batch_size=10)
-    assert train is dataset and "batch_size_per_replica" not in options
-    assert [int(b[0].shape[0]) for b in validation] == [10, 10]
-    # Keras's own arguments and callbacks are taken now; weights reach the loop as a third array.
-    (_, train, _), options = fit(x=x, y=y, initial_epoch=2, class_weight={i: 2.0 for i in range(20)},
-                                 callbacks=[tf.keras.callbacks.TerminateOnNaN()])
-    assert options["initial_epoch"] == 2 and len(train) == 3 and train[2].tolist() == [2.0] * 20
-    (_, train, _), _ = fit(x=dataset, class_weight={i: 3.0 for i in range(20)})
-    assert [float(w) for w in next(iter(train))[2]] == [3.0] * 6
-    for bad, named in [({"callbacks": [print]}, "builtin_function_or_method"),
-                       ({"validation_data": (x, y, y)}, "sample_weight")]:
-        with pytest.raises(Unsupported, match=f"^train.py:7: fit\\(.*{named}"):
-            fit(x=x, y=y, **bad)
-    with pytest.raises(Unsupported, match="x=a generator"):
-        fit(x=iter([(x, y)]))
-    with pytest.raises(Unsupported, match="validation_split=0.1"):
-        fit(x=dataset, validation_split=0.1)
-
-
-def test_sample_and_class_weights_become_each_examples_weight_as_keras_multiplies_them() -> None:
-    import tensorflow as tf
-    from smtrain_tf.wrap import check_fit
-
-    y = np.array([0, 2, 1, 2])
-    given = {"class_weight": {0: 1.0, 1: 0.5, 2: 4.0}, "sample_weight": np.array([1.0, 1.0, 2.0, 0.0])}
-    assert check_fit._weights(given, y).tolist() == [1.0, 4.0, 1.0, 0.0]
-    one_hot = np.eye(3)[y]
-    assert check_fit._weights({"class_weight": given["class_weight"]}, one_hot).tolist() == [1.0, 4.0, 0.5, 4.0]
-    assert check_fit._weights({}, y) is None
-    # A class the dict leaves out weighs 1.0, as in Keras; float labels are rounded to their class.
-    assert check_fit._weights({"class_weight": {0: 3.0}}, np.array([0.0, 2.0, 1.0])).tolist() == [3.0, 1.0, 1.0]
-    data = tf.data.Dataset.from_tensor_slices((np.zeros((4, 2), np.float32), np.array([0, 5, 1, 0]))).batch(4)
-    weighted = check_fit._weighted_dataset(data, {0: 2.0, 1: 0.5})
-    assert next(iter(weighted))[2].numpy().tolist() == [2.0, 1.0, 0.5, 2.0]
-
-
 def test_only_a_save_into_the_jobs_shared_places_is_a_shared_place(tmp_path: Path) -> None:
     """A non-chief's save is moved only where one writer is needed: each host's working directory is its own."""
     from types import SimpleNamespace
@@ -658,3 +588,45 @@ def test_only_a_save_into_the_jobs_shared_places_is_a_shared_place(tmp_path: Pat
         assert shared_place(ctx, shared), shared
     for own in ("./ckpt/ckpt-1.keras", tmp_path / "model-copy" / "m.keras", str(tmp_path / "modelx"), 7):
         assert not shared_place(ctx, own), own
+
+
+def test_a_check_cuts_each_fit_to_its_steps_in_one_epoch_or_the_epochs_that_reach_them() -> None:
+    import tensorflow as tf
+    from smtrain_tf.wrap.check_rest import cut
+
+    x = np.zeros((100, 2), np.float32)
+    # 100 rows at batch 10: 10 batches an epoch. Fewer steps than that: one epoch of them.
+    assert cut({"x": x, "batch_size": 10, "epochs": 5}, 4) == {"x": x, "batch_size": 10, "epochs": 1,
+                                                               "steps_per_epoch": 4}
+    # Exactly an epoch's batches: one epoch of them.
+    assert cut({"x": x, "batch_size": 10, "epochs": 5}, 10)["epochs"] == 1
+    # More: the epochs that reach them, each the script's whole epoch (the recorder keeps the first steps).
+    past = cut({"x": x, "batch_size": 10, "epochs": 5, "initial_epoch": 2}, 11)
+    assert past["epochs"] == 4 and "steps_per_epoch" not in past
+    assert cut({"x": x, "batch_size": 10, "steps_per_epoch": 3}, 7) == {"x": x, "batch_size": 10,
+                                                                       "steps_per_epoch": 3, "epochs": 3}
+    # A dataset's known cardinality counts; an endless one is one epoch of the steps.
+    data = tf.data.Dataset.from_tensor_slices(x).batch(25)
+    assert cut({"x": data}, 9)["epochs"] == 3
+    endless = cut({"x": data.repeat()}, 9)
+    assert endless["epochs"] == 1 and endless["steps_per_epoch"] == 9
+    assert cut({"x": x, "validation_data": (x, x), "validation_steps": 50}, 6)["validation_steps"] == 6
+
+
+def test_the_wrap_seeds_every_worker_alike_where_there_are_several_and_in_a_check() -> None:
+    import random
+
+    import tensorflow as tf
+    from smtrain_tf.distribute.seeding import seed_the_workers
+
+    said: list[str] = []
+    random.seed(123)
+    assert not seed_the_workers(7, 1, False, said.append) and said == []  # one worker: the script's as it is
+    assert random.random() == random.Random(123).random()
+    for workers, checking in ((2, False), (1, True)):
+        assert seed_the_workers(7, workers, checking, said.append)
+        drawn = (random.random(), float(np.random.rand()), float(tf.random.uniform([])))
+        seed_the_workers(7, workers, checking, said.append)
+        assert (random.random(), float(np.random.rand()), float(tf.random.uniform([]))) == drawn
+    assert said[-1].startswith("wrap: every worker's random generators (Python's random, NumPy's, TensorFlow's) "
+                               "start from seed 7")

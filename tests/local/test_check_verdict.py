@@ -460,3 +460,47 @@ def test_the_loss_tolerance_between_rounding_and_a_mistake(factor: float, equiva
     verdict = compare(reference, _split(reference, losses=[s.loss * factor for s in reference.steps]))
     assert verdict.equivalent is equivalent
     assert [c.kind for c in verdict.causes] == ([] if equivalent else ["unexplained"])
+
+
+def _keras(run: RunRecord, weights: Sequence[float | None]) -> RunRecord:
+    """The run as recorded inside Keras's fit: the weights after each step against the reference's, one fit call."""
+    steps = tuple(dataclasses.replace(step, weights_relative=w, inference_loss=math.nan)
+                  for step, w in zip(run.steps, weights, strict=True))
+    calls = ({"location": "train.py:40", "first_step": 1, "steps": len(steps)},)
+    return dataclasses.replace(run, steps=steps, loop="keras", calls=calls)
+
+
+def test_in_keras_fit_the_weights_after_each_step_decide_and_the_first_parting_step_is_named() -> None:
+    reference = _reference()
+    at = WEIGHTS_TOLERANCE
+    same = _keras(_split(reference), [at / 10] * 4)
+    verdict = compare(reference, same)
+    assert verdict.equivalent, verdict.causes
+    assert [row["weights_relative"] for row in verdict.per_step] == [at / 10] * 4
+    assert verdict.notes == ("compared 1 fit call inside Keras's own fit, the model's own train_step recorded, "
+                             "4 steps in all: call 1 at train.py:40 (steps 1-4)",)
+    # At the tolerance still equivalent; past it, from that step on, not (and nothing measured explains it).
+    assert compare(reference, _keras(_split(reference), [0.0, at, at, at])).equivalent
+    parted = compare(reference, _keras(_split(reference), [0.0, 0.0, at * 1.01, at * 3]))
+    assert not parted.equivalent and parted.first_step == 3
+    assert [c.kind for c in parted.causes] == ["unexplained"]
+
+
+def test_a_logged_loss_of_one_nth_with_agreeing_weights_is_a_note_not_a_parting() -> None:
+    reference = _reference()
+    halved = _keras(_split(reference, losses=[s.loss / 2 for s in reference.steps]), [1e-7] * 4)
+    verdict = compare(reference, halved)
+    assert verdict.equivalent and verdict.causes == ()
+    assert any("1/2 of one device's at every step" in note for note in verdict.notes), verdict.notes
+    other = _keras(_split(reference, losses=[s.loss * 1.5 for s in reference.steps]), [1e-7] * 4)
+    found = compare(reference, other)
+    assert found.equivalent and "the loss the step logs does not" in found.notes[-1]
+    # Recorded in smtrain's loop (no weights per step), the loss still decides.
+    assert not compare(reference, _split(reference, losses=[s.loss / 2 for s in reference.steps])).equivalent
+
+
+def test_in_keras_fit_layers_are_named_when_the_inference_loss_was_not_measured() -> None:
+    reference = _reference()
+    planned = _keras(_split(reference, batch_norm=["bn"]), [0.05] * 4)
+    verdict = compare(reference, planned)
+    assert [c.kind for c in verdict.causes] == ["batch_norm"] and verdict.first_step == 1

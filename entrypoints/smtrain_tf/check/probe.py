@@ -26,7 +26,7 @@ from . import layers, weights
 from .settings import FAILED, RECORD, CheckSettings
 
 
-def _fingerprints(values: Any) -> List[str]:
+def fingerprints(values: Any) -> List[str]:
     """One short hash per example (row) of a batch's features, all inputs together."""
     arrays = [np.asarray(v) for v in values]
     rows = int(arrays[0].shape[0]) if arrays and arrays[0].ndim else 0
@@ -42,7 +42,7 @@ def _fingerprints(values: Any) -> List[str]:
 def _per_replica_examples(strategy: tf.distribute.Strategy, features: Any) -> List[List[str]]:
     """Each local replica's examples, in replica order."""
     parts = [strategy.experimental_local_results(t) for t in tf.nest.flatten(features)]
-    return [_fingerprints([part[r] for part in parts]) for r in range(len(parts[0]))]
+    return [fingerprints([part[r] for part in parts]) for r in range(len(parts[0]))]
 
 
 def _step_functions(strategy: tf.distribute.Strategy, steps: Any) -> Any:
@@ -73,23 +73,9 @@ def refuse(settings: CheckSettings, why: str) -> None:
     os._exit(3)
 
 
-class Recorded(Exception):
-    """The planned run of a wrapped script recorded its steps: the script goes on past its fit (check_rest.py)."""
-
-
-class _Mode:
-    # Set by the wrap in the planned run: after the record, the script runs to its end (what follows training
-    # fails or not as the paid run would); elsewhere the process ends once its steps are recorded.
-    continue_script = False
-
-
-def continue_the_script() -> None:
-    _Mode.continue_script = True
-
-
 def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any, steps_per_epoch: int) -> None:
-    """Run and record `settings.steps` steps from the runner's iterator; never returns (the process ends, or, in a
-    wrapped script's planned run, Recorded is raised for its fit to return). `steps_per_epoch` is recorded: with
+    """Run and record `settings.steps` steps from the runner's iterator; never returns (the process ends).
+    `steps_per_epoch` is recorded: with
     the batch it tells how many examples the data holds (smtrain weighs chance meetings by it)."""
     if dist.kind == PS:
         refuse(settings, "a parameter-server job trains on workers the chief only schedules: its steps cannot be "
@@ -136,8 +122,6 @@ def run(settings: CheckSettings, dist: Any, runner: Any, steps: Any, steps_per_e
     print(f"check: {len(records)} steps recorded", flush=True)
     _wait_for_the_others(settings, dist.num_workers)
     sys.stderr.flush()
-    if _Mode.continue_script and not settings.is_reference:
-        raise Recorded()
     # Done: what follows (evaluation, saving, the rest of the program) is not part of this run's check. Leave at
     # once, as a worker of a multi-worker job must, without waiting on TensorFlow's collective threads.
     os._exit(0)

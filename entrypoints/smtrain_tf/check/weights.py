@@ -29,13 +29,14 @@ def _load(path: str) -> List[np.ndarray]:
         return [found[f"arr_{i}"] for i in range(len(found.files))]
 
 
-def start_alike(settings: CheckSettings, model: Any) -> None:
-    """Reference: write the weights it starts from. Planned run: start from them."""
+def start_alike(settings: CheckSettings, model: Any, name: str = START_WEIGHTS) -> None:
+    """Reference: write the weights it starts from. Planned run: start from them. `name`: the file, one per model
+    where a script trains several (a distiller's teacher, then its student)."""
     if settings.is_reference:
-        save(model, os.path.join(settings.directory, START_WEIGHTS))
+        save(model, os.path.join(settings.directory, name))
         return
     assert settings.reference is not None
-    start = _load(os.path.join(settings.reference, START_WEIGHTS))
+    start = _load(os.path.join(settings.reference, name))
     variables = list(model.weights)
     _same_shapes(variables, start)
     for variable, value in zip(variables, start):  # noqa: B905 - strict= needs Python 3.10

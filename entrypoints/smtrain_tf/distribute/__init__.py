@@ -8,6 +8,8 @@
     ps_servers.py       parameter-server worker and ps tasks
     replica_count.py    num_replicas_in_sync that records the batches a script makes with it (the wrap's
                         strategy; strategy() during a check)
+    seeding.py          the wrap's one seeding rule: every worker's generators from the job's seed (paid run and
+                        check alike)
 
-`choice`, `gpu_check` and `ps_servers` import no TensorFlow at module level; the others do.
+`choice`, `gpu_check`, `ps_servers` and `seeding` import no TensorFlow at module level; the others do.
 """

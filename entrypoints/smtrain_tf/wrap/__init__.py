@@ -20,15 +20,14 @@ Map:
     patches.py         installs every patch on each Keras found (Keras 2 and 3)
     fit_inputs.py      reading a fit call: bound arguments, arrays or batched data, the caller's file:line
     batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
-    keras_fit.py       the patched fit: Keras's own under every strategy (with metric lines); check_fit during
-                       `smtrain check`, whose steps smtrain's loop records
+    keras_fit.py       the patched fit: Keras's own under every strategy (with metric lines), during `smtrain
+                       check` too (the model's own steps recorded: check/keras_steps.py)
     keras_repairs.py   Keras 3's trainer repaired where it fails under MultiWorkerMirrored and several replicas
                        (keras-team/keras#20585, #19246): its own steps, callbacks and logs otherwise
     fit_tuning.py      Keras's fit runs several steps per call (steps_per_execution) when nothing the script
                        wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
-    check_fit.py       fit during `smtrain check`, through smtrain_tf.fit (the check records its first steps)
-    check_rest.py      a check's planned run goes on past the recorded steps to the script's end, each fit,
-                       evaluate and predict cut to the check's steps
+    check_rest.py      during `smtrain check` the script runs to its end, each fit, evaluate and predict cut
+                       to the check's steps
     epoch_lines.py     the Keras callback printing smtrain's metric line each epoch
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save

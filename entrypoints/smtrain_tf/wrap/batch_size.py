@@ -45,8 +45,8 @@ def per_replica_batch(ctx: WrapContext, given: Dict[str, Any]) -> int:
         ctx.say_once(f"wrap: batch_size {written} is global (SMTRAIN_WRAP_BATCH=global): {per_replica} per replica "
                      f"({plural(ctx.planned_replicas, 'replica')})")
         return per_replica
-    ctx.say_once(f"wrap: batch_size {written} per replica -> global {written * ctx.replicas} "
-                 f"({plural(ctx.replicas, 'replica')})")
+    ctx.say_once(f"wrap: batch_size {written} per replica -> global {written * ctx.planned_replicas} "
+                 f"({plural(ctx.planned_replicas, 'replica')})")
     return written
 
 
@@ -58,14 +58,16 @@ def scale_batches(ctx: WrapContext, given: Dict[str, Any], location: str) -> Tup
         return given, None
     given = dict(given)
     written_global = ctx.settings.batch == GLOBAL or replica_count.scaled_by_script(given.get("batch_size"))
-    global_batch = per_replica_batch(ctx, given) * ctx.replicas
+    # The replicas the batch is for: in a check's one-device run, those it stands for.
+    replicas = ctx.planned_replicas
+    global_batch = per_replica_batch(ctx, given) * replicas
     if not written_global:
         given["batch_size"] = global_batch
         if given.get("validation_batch_size"):
             validation = int(given["validation_batch_size"])
-            given["validation_batch_size"] = validation * ctx.replicas
+            given["validation_batch_size"] = validation * replicas
             ctx.say_once(f"wrap: validation_batch_size {validation} per replica -> global "
-                         f"{validation * ctx.replicas} ({plural(ctx.replicas, 'replica')})")
+                         f"{validation * replicas} ({plural(replicas, 'replica')})")
     if given.get("steps_per_epoch"):
         return given, int(given["steps_per_epoch"]) * global_batch
     rows = fit_inputs.num_examples(given.get("x"))

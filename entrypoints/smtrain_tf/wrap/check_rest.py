@@ -1,59 +1,56 @@
-"""During `smtrain check`'s planned run, the wrapped script goes on past the steps it records, cut short.
+"""During `smtrain check`, the wrapped script runs to its end in both runs, each fit call cut short.
 
-The first fit call records the check's steps in smtrain's loop (check_fit.py); in the one-device run the
-process then ends, as before. In the planned run the script goes on as the paid job would run it, only
-shorter: that fit call, and each later one, runs Keras's own fit for one epoch of at most the check's
-steps (so the script gets a real History), and evaluate and predict run at most that many batches. What
-follows training (evaluate's values unpacked, a save, an export, a second fit) then fails the planned run
-at its line where it would fail the job after its training was paid for.
+Each fit call runs Keras's own fit, as the paid job runs it, for the check's steps (one epoch of them, or
+the epochs that reach them; so the script gets a real History), and evaluate and predict run at most that
+many batches; the model's steps are recorded inside it (check/keras_steps.py). What follows training
+(evaluate's values unpacked, a save, an export) then fails the check's run at its line where it would fail
+the job after its training was paid for.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict
+import math
+from typing import Any, Callable, Dict, Optional
 
-from ..check import probe
+import tensorflow as tf
+
 from ..check import settings as check_settings
+from . import fit_inputs
 
 
-class _State:
-    recorded = False
-
-
-def planned_run() -> bool:
-    found = check_settings.read()
-    return found is not None and not found.is_reference
-
-
-def record(fit: Callable[[], Any]) -> None:
-    """Run the recording fit (`fit`): the one-device run ends inside it; the planned run comes back here."""
-    if planned_run():
-        probe.continue_the_script()
-    try:
-        fit()
-    except probe.Recorded:
-        _State.recorded = True
-
-
-def recorded() -> bool:
-    return _State.recorded
+def epoch_batches(given: Dict[str, Any]) -> Optional[int]:
+    """The batches of one epoch of this call, where they are known: its steps_per_epoch, the arrays' batches (at
+    the global batch), or a dataset's known cardinality."""
+    if given.get("steps_per_epoch"):
+        return int(given["steps_per_epoch"])
+    x = given.get("x")
+    if isinstance(x, tf.data.Dataset):
+        count = int(x.cardinality())
+        return count if count > 0 else None
+    return fit_inputs.array_batches_per_epoch(given)
 
 
 def cut(given: Dict[str, Any], steps: int) -> Dict[str, Any]:
-    """A fit call's arguments for one epoch of at most `steps` steps (and as many validation steps)."""
+    """A fit call's arguments for at most `steps` steps (and as many validation steps): one epoch of them, or, when
+    an epoch is shorter, as many epochs as reach them (the recorder keeps the first `steps`)."""
     given = dict(given)
-    given["epochs"] = int(given.get("initial_epoch") or 0) + 1
-    given["steps_per_epoch"] = min(int(given.get("steps_per_epoch") or steps), steps)
+    first = int(given.get("initial_epoch") or 0)
+    known = epoch_batches(given)
+    if known is not None and known < steps:
+        given["epochs"] = first + math.ceil(steps / known)
+    else:
+        given["epochs"] = first + 1
+        given["steps_per_epoch"] = min(known or steps, steps)
     if given.get("validation_data") is not None or given.get("validation_split"):
         given["validation_steps"] = min(int(given.get("validation_steps") or steps), steps)
     return given
 
 
 def patch(model_class: Any) -> None:
-    """evaluate and predict run at most the check's steps in the planned run (their values are not compared)."""
+    """evaluate and predict run at most the check's steps (their values are not compared)."""
     settings = check_settings.read()
-    if settings is None or settings.is_reference:
+    if settings is None:
         return
     # Where `steps` stands among each method's positional arguments (Keras 2 and 3 alike).
     for name, at in (("evaluate", 5), ("predict", 3)):

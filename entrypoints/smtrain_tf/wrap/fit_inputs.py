@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence
@@ -63,3 +64,14 @@ def num_examples(x: Any) -> Optional[int]:
             return len(x)
         except TypeError:
             return None
+
+
+def array_batches_per_epoch(given: Dict[str, Any]) -> Optional[int]:
+    """The epoch's batches when fit batches array data itself (None for data the script batched)."""
+    if batched_by_script(given.get("x")) is not None:
+        return None
+    rows = num_examples(given.get("x"))
+    if rows is None:
+        return None
+    kept = int(math.floor(rows * (1.0 - float(given.get("validation_split") or 0.0))))  # Keras's split
+    return max(math.ceil(kept / int(given.get("batch_size") or KERAS_DEFAULT_BATCH)), 1)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..keras_support.keras_compat import keras
 from ..training.callbacks import wants_batches
@@ -36,17 +36,6 @@ from . import fit_inputs
 from .context import WrapContext
 
 _TEST_BATCH_HOOKS = ("on_test_batch_begin", "on_test_batch_end")
-
-
-def _batches_per_epoch(given: Dict[str, Any]) -> Optional[int]:
-    """The epoch's batches when fit batches array data itself (None for data the script batched)."""
-    if fit_inputs.batched_by_script(given.get("x")) is not None:
-        return None
-    rows = fit_inputs.num_examples(given.get("x"))
-    if rows is None:
-        return None
-    kept = int(math.floor(rows * (1.0 - float(given.get("validation_split") or 0.0))))  # Keras's split
-    return max(math.ceil(kept / int(given.get("batch_size") or fit_inputs.KERAS_DEFAULT_BATCH)), 1)
 
 
 def _largest_divisor(count: int, at_most: int) -> int:
@@ -58,7 +47,7 @@ def choose(target: int, given: Dict[str, Any]) -> int:
     whole_calls = [int(given[name]) for name in ("steps_per_epoch", "validation_steps") if given.get(name)]
     if whole_calls:
         return _largest_divisor(math.gcd(*whole_calls), target)
-    batches = _batches_per_epoch(given)
+    batches = fit_inputs.array_batches_per_epoch(given)
     if batches is None:
         return target  # the data ends the epoch: Keras's last call of it stops there
     tidy = _largest_divisor(batches, target)

@@ -3,8 +3,8 @@
 The batch sizes become global (batch_size.py), fit runs several steps per call (fit_tuning.py) and
 a callback prints smtrain's metric line each epoch (epoch_lines.py). Under MultiWorkerMirrored and
 several replicas Keras's trainer runs with keras_repairs.py's three repairs (MultiWorkerMirrored, and
-MirroredStrategy with several replicas). During `smtrain check`
-check_fit.py takes the call: the check records the first steps in smtrain's loop.
+MirroredStrategy with several replicas). During `smtrain check` the call is the same, cut to the check's
+steps (check_rest.py), with the model's own train_step recorded (check/keras_steps.py).
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional
 
+import tensorflow as tf
+
+from ..check import keras_steps
 from ..check import settings as check_settings
 from ..contract import mlflow_run
-from . import batch_size, check_fit, check_rest, epoch_lines, fit_inputs, fit_tuning
+from . import batch_size, check_rest, epoch_lines, fit_inputs, fit_tuning
 from .context import WrapContext
 
 
@@ -34,13 +37,16 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
         given = fit_inputs.bind(original, self, args, kwargs)
         location = fit_inputs.caller_location(1, ctx.settings.script_dir)
         checking = check_settings.read()
+        recorder = None
         if checking is not None:
-            # `smtrain check`: the first steps run in smtrain's loop, which records them, with the data in one
-            # seeded order in both runs; the planned run then goes on, each fit cut short (check_rest.py).
-            if not check_rest.recorded():
-                check_rest.record(lambda: check_fit.fit(keras, ctx, self, given, location))
-            given = check_rest.cut(given, checking.steps)
+            # `smtrain check`: this same fit, cut to the check's steps, the model's own steps recorded.
+            if isinstance(given.get("x"), tf.data.Dataset):  # the script's batches, as the planned run's
+                given["x"] = batch_size.as_planned_batches(ctx, given["x"])
+            recorder = keras_steps.recorder_for(checking, ctx.dist, self, ctx.say)
+            recorder.begin_call(location)
         given, examples = batch_size.scale_batches(ctx, given, location)
+        if checking is not None:
+            given = check_rest.cut(given, checking.steps)  # at the global batch, which sets the epoch's steps
         if ctx.is_chief:  # the job's MLflow run (if any) keeps the first fit's
             mlflow_run.log_params({"global_batch": given.get("batch_size") or "as the script batched"})
         accumulation = ctx.contract.hp("gradient_accumulation_steps")
@@ -51,8 +57,11 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
         restore = fit_tuning.tune(ctx, self, given, location)  # before the wrap's own callback joins the script's
         given["callbacks"] = with_epoch_lines(keras, ctx, given.get("callbacks"), examples)
         try:
-            return original(self, **given)
+            history = original(self, **given)
         finally:
             restore()
+        if recorder is not None:
+            recorder.end_call()
+        return history
 
     model_class.fit = fit

@@ -1,8 +1,8 @@
-"""Keras 3's own fit, evaluate and predict under a strategy of several replicas: three repairs, nothing else.
+"""Keras 3's own fit, evaluate and predict under a strategy of several replicas: four repairs, nothing else.
 
 Keras 3's TensorFlow trainer (keras/src/backend/tensorflow/trainer.py) runs the model's own
 `train_step`, `test_step` and `predict_step` inside `strategy.run` over a distributed iterator, with
-its data adapters, callbacks and logs around them. It fails in three places under the strategies the
+its data adapters, callbacks and logs around them. It fails in four places under the strategies the
 wrap sets; each is repaired here by the smallest change, and every other piece stays Keras's:
 
 1. Before the first step Keras builds the model from the first batch, which it averages over the
@@ -10,8 +10,11 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    value (PerReplica...) with an unsupported type", keras-team/keras#20585), and under MirroredStrategy
    a batch without labels (`fit(x)` of a model whose own train_step gives its compiled loss a y) fails
    with "None values not supported" (on one device Keras skips this build). Only the batch's shapes and
-   dtypes count there, so the first replica's part is used, with labels shaped like the model's output
-   where the batch has none.
+   dtypes count there, so a batch of zeros shaped by the data's element spec is used (one replica's
+   share), with labels shaped like the model's output where the batch has none. Taking a real batch
+   would iterate the data once more before the epoch: a shuffle (Keras's of arrays, or the script's
+   `Dataset.shuffle`, reshuffled at each iteration) would then give the first epoch another order than
+   one device's, which iterates it once.
 2. MultiWorkerMirrored: each step's logs are reduced with `strategy.reduce("MEAN", v, axis=0)`, which
    fails on the scalar logs every model returns (same issue). They are averaged over the replicas of
    every worker (axis=None), as Keras averages them over local replicas under MirroredStrategy.
@@ -22,6 +25,10 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    (`strategy.run` of the model's `train_step`/`test_step`, logs reduced as Keras reduces them), and the
    loop ends when the data does, as Keras's does. The step is traced inline (a nested tf.function
    brings the failure back), so XLA (`jit_compile`) is not applied to such calls.
+4. A model with no call() of its own (keras.io's GAN: a train_step over its generator and discriminator)
+   cannot be built symbolically, which Keras attempts under a strategy only ("Unable to automatically build
+   the model"): as on one device, the model is not built before the first step; its optimizers are (the
+   compiled one, and those it keeps as attributes, with the variables its train_step applies them to).
 The repairs are installed on Keras's trainer class once, only where the wrap's strategy has several
 replicas, and only for Keras 3 (Keras 2's fit runs under these strategies as it is).
 """
@@ -52,6 +59,21 @@ def _local_part(strategy: Any, value: Any) -> Any:
     return value
 
 
+def _zeros_like_batch(iterator: Any) -> Any:
+    """A batch of zeros with the data's structure, dtypes and shapes (an unknown size is 1), read from the
+    dataset Keras's epoch iterator distributes, without iterating it."""
+    from keras.src import tree
+
+    spec = iterator.data_adapter.get_tf_dataset().element_spec
+
+    def zeros(part: Any) -> Any:
+        if not isinstance(part, tf.TensorSpec):
+            raise TypeError(f"a batch of {type(part).__name__}")
+        return tf.zeros([d if d is not None else 1 for d in part.shape.as_list()], part.dtype)
+
+    return tree.map_structure(zeros, spec)
+
+
 def _with_labels(model: Any, strategy: Any, batch: Any) -> Any:
     """`batch` as Keras's build can take it: a batch without labels (`fit(x)`, whose own train_step gives the
     compiled loss its y) gets labels shaped like the model's output, as that y must be, for the build only."""
@@ -79,14 +101,70 @@ def _repair_symbolic_build(trainer: Any) -> None:
         strategy = self._distribute_strategy
         if iterator is None or strategy is None or strategy.num_replicas_in_sync <= 1:
             return original(self, iterator=iterator, data_batch=data_batch)
-        from keras.src import tree
+        try:
+            data_batch = _zeros_like_batch(iterator)
+        except (TypeError, ValueError):  # ragged or sparse parts, an unknown rank: the first batch, as Keras takes it
+            from keras.src import tree
 
-        for _, _, batches in iterator:  # the first batch, as Keras takes it
-            data_batch = tree.map_structure(lambda v: _local_part(strategy, v), next(batches))
-            break
+            for _, _, batches in iterator:
+                data_batch = tree.map_structure(lambda v: _local_part(strategy, v), next(batches))
+                break
+        if not _has_own_call(self):
+            # A model in keras.io's GAN form: a train_step over sub-models and no call() of its own. One device
+            # builds nothing here (its sub-models and optimizers build as its train_step first runs); so here: only
+            # the compiled optimizer, as Keras's build ends.
+            if self.optimizer is not None and not self.optimizer.built:
+                self.optimizer.build(self.trainable_variables)
+            _build_own_optimizers(self, strategy, data_batch)
+            return None
         return original(self, iterator=None, data_batch=_with_labels(self, strategy, data_batch))
 
     cls._maybe_symbolic_build = _maybe_symbolic_build
+
+
+def _build_own_optimizers(model: Any, strategy: Any, data_batch: Any) -> None:
+    """The optimizers the model keeps as its own attributes (a GAN's d_optimizer and g_optimizer), built before the
+    first step with the variables its train_step applies them to. Built lazily inside the step, as on one device,
+    they fail under a strategy ("You must feed a value for placeholder tensor ... cond"). Which variables each
+    takes is read from a trace of the model's own train_step (never run) with their apply recording them."""
+    from keras.src.optimizers.base_optimizer import BaseOptimizer
+
+    found = [o for o in vars(model).values() if isinstance(o, BaseOptimizer) and not o.built]
+    if not found:
+        return
+    taken: dict = {}
+
+    def recording(optimizer: Any) -> None:
+        def apply(grads: Any, trainable_variables: Any = None) -> None:
+            taken[id(optimizer)] = list(trainable_variables or [])
+
+        def apply_gradients(grads_and_vars: Any) -> None:
+            taken[id(optimizer)] = [v for _, v in list(grads_and_vars)]
+
+        optimizer.apply, optimizer.apply_gradients = apply, apply_gradients
+
+    for optimizer in found:
+        recording(optimizer)
+    try:
+        traced = tf.function(lambda batch: strategy.run(model.train_step, args=(batch,)))
+        traced.get_concrete_function(data_batch)
+    except Exception:  # noqa: BLE001 - the step's own failure shows when it really runs
+        pass
+    finally:
+        for optimizer in found:
+            del optimizer.apply, optimizer.apply_gradients  # the class's own again
+    with strategy.scope():
+        for optimizer in found:
+            if taken.get(id(optimizer)):
+                optimizer.build(taken[id(optimizer)])
+
+
+def _has_own_call(model: Any) -> bool:
+    """Whether the model's class defines call() (a functional or Sequential model does), not Keras's base Model."""
+    from keras.src.layers.layer import Layer
+    from keras.src.models.model import Model
+
+    return type(model).call not in (Model.call, Layer.call)
 
 
 def _repair_reduction(trainer: Any) -> None:

@@ -33,10 +33,10 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
     contract = container.read(args, os.environ, own_script=True)
     dist = strategy.build(contract, say)  # TensorFlow is imported from here on
     ctx = WrapContext(contract=contract, settings=wanted, dist=dist, started_at=started_at, say=say)
-    if check_settings.read() is not None:  # before the script draws any random number
-        from ..check.seeding import seed_this_worker, worker_seed
+    from ..distribute.seeding import seed_the_workers
 
-        seed_this_worker(worker_seed(), say)
+    # Before the script draws any random number; by one rule in the paid run and in both runs of a check.
+    seed_the_workers(int(contract.hp("seed")), dist.num_workers, check_settings.read() is not None, say)
     from .. import _api
 
     # One strategy per process: the script's own smtrain_tf calls, and smtrain_tf.fit, get this one.
@@ -50,13 +50,6 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
 
         # The script's Keras then builds its variables under the strategy without any scope() of its own.
         tf.distribute.experimental_set_strategy(dist.strategy)
-        if dist.kind == MWMS and check_settings.read() is None:
-            seed = int(contract.hp("seed"))
-            # Each worker takes its share of every global batch from the same stream: an unseeded shuffle
-            # (Keras's of arrays, the script's Dataset.shuffle) must give the same order on every worker.
-            tf.random.set_seed(seed)
-            say(f"wrap: TensorFlow seeded with {seed} (the seed hyperparameter) so that every worker shuffles "
-                "alike; a seed the script sets replaces it")
     from . import patches, repeated_warnings
 
     patches.install(ctx)

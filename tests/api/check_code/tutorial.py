@@ -6,10 +6,12 @@ Its flags plant the mistakes `smtrain check` must find (tests/api/test_check.py)
     --scale-lr 1          scale the learning rate by the replicas itself (on top of lr_scaling)
     --per-replica-batch 1 batch the dataset with the per-replica number, forgetting num_replicas_in_sync
     --evaluate-wrong 1    unpack evaluate's two values into three after training (fails after fit, anywhere)
+    --seed-per-host 1     seed TensorFlow with its host's index (each worker then shuffles its own way)
 and its other flags what a correct script may do: --global-seed N seeds everything itself (then an unseeded
 shuffle is the same on every worker), --validate 1 passes validation data (batched by the script too).
 """
 import argparse
+import json
 import os
 
 import numpy as np
@@ -25,11 +27,15 @@ parser.add_argument("--per-replica-batch", type=int, default=0)
 parser.add_argument("--global-seed", type=int, default=-1)
 parser.add_argument("--validate", type=int, default=0)
 parser.add_argument("--evaluate-wrong", type=int, default=0)
+parser.add_argument("--seed-per-host", type=int, default=0)
 parser.add_argument("--model_dir")
 args = parser.parse_args()
 
 if args.global_seed >= 0:
     tf.keras.utils.set_random_seed(args.global_seed)
+if args.seed_per_host:
+    hosts = json.loads(os.environ["SM_HOSTS"])
+    tf.random.set_seed(hosts.index(os.environ["SM_CURRENT_HOST"]))
 strategy = tf.distribute.MirroredStrategy()
 data = np.load(os.path.join(os.environ["SM_CHANNEL_TRAIN"], "digits.npz"))
 x, y = data["x"].reshape(len(data["x"]), -1).astype("float32"), data["y"]

@@ -1,0 +1,93 @@
+"""smtrain check of a model's own train_step (keras.io's customizing-fit form), recorded inside Keras's own fit as
+the paid job runs it: a hand-written loss term left unscaled for the replicas makes the weights part from one
+device's; the same term divided by num_replicas_in_sync trains as one device does; a step that raises is the
+script's failure at its own line. Real TensorFlow on CPU, each case once (one layout shows each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import smtrain
+from smtrain.api.checking import CannotCheckError
+from tests.support import check_temp, demo_digits
+from tests.support.specfiles import write_spec
+
+CODE = Path(__file__).with_name("check_code")
+
+pytestmark = pytest.mark.slow
+
+digits = demo_digits.digits
+
+
+own_temp = check_temp.own_temp
+
+
+def _spec(tmp_path: Path, digits: Path, nodes: int, instance: str, script: str = "custom_step.py",
+          **hyperparameters: Any) -> Path:
+    return write_spec(tmp_path, {
+        "name": "own-step", "inputs": {"train": str(digits / "train")}, "output": str(tmp_path / "out"),
+        "compute": {"instance_type": instance, "nodes": nodes, "max_run": "15m"},
+        "code": {"source_dir": str(CODE), "entry_point": script, "wrap": True},
+        "hyperparameters": hyperparameters})
+
+
+def test_an_unscaled_term_in_the_models_own_step_parts_from_one_device(digits: Path, tmp_path: Path) -> None:
+    # 1 host x 2 replicas (a 4-GPU host checked on 2 CPU devices), MirroredStrategy.
+    result = smtrain.check(_spec(tmp_path, digits, 1, "ml.g5.12xlarge", penalty="unscaled"), steps=8)
+    data = result.to_dict()
+    assert not result.equivalent and result.exit_code == 1, data
+    assert result.verdict.first_step == 1, data
+    assert data["weights_difference"] > 1e-3
+    # The weights after every step were set against one device's, inside Keras's own fit.
+    assert all(row["weights_relative"] > 0 for row in data["per_step"]), data["per_step"]
+    assert any("inside Keras's own fit" in note and "custom_step.py:" in note for note in data["notes"]), data
+
+
+def test_the_term_scaled_for_the_replicas_trains_as_one_device_on_two_hosts(digits: Path, tmp_path: Path) -> None:
+    result = smtrain.check(_spec(tmp_path, digits, 2, "ml.g5.xlarge", penalty="scaled"), steps=8)
+    data = result.to_dict()
+    assert result.equivalent, data
+    assert data["checked_layout"]["hosts"] == 2 and result.verdict.steps == 8
+    assert all(row["weights_relative"] < 1e-4 for row in data["per_step"]), data["per_step"]
+    # The step logs compute_loss's value, which Keras scales by 1/replicas: the weights agree, the logged loss is
+    # half, and the note says so.
+    assert any("1/2 of one device's" in note for note in data["notes"]), data["notes"]
+
+
+def test_a_step_that_raises_fails_the_check_at_its_line(digits: Path, tmp_path: Path) -> None:
+    with pytest.raises(CannotCheckError) as raised:
+        smtrain.check(_spec(tmp_path, digits, 1, "ml.g5.12xlarge", fail=1), steps=4)
+    said = str(raised.value)
+    assert "RuntimeError: this step is not written yet" in said and "custom_step.py:29" in said, said
+    assert "fails on one device" in said
+
+
+def test_public_forms_on_two_hosts_draw_alike_and_every_fit_call_is_compared(digits: Path, tmp_path: Path) -> None:
+    """Unseeded pairs from Python's random, a list of two inputs, int32 labels, and three fit calls (a teacher, a
+    distiller with its own compile and train_step, the student alone): the wrap seeds every host alike, so both
+    hosts train on one device's pairs; each call is compared, and the notes say which."""
+    result = smtrain.check(write_spec(tmp_path, {
+        "name": "forms", "inputs": {"train": str(digits / "train")}, "output": str(tmp_path / "out"),
+        "compute": {"instance_type": "ml.g5.xlarge", "nodes": 2, "max_run": "15m"},
+        "code": {"source_dir": str(CODE), "entry_point": "forms.py", "wrap": True}}), steps=6)
+    data = result.to_dict()
+    assert result.equivalent, data
+    assert result.verdict.steps == 18, data["per_step"]
+    covered = next(note for note in data["notes"] if "fit calls inside Keras's own fit" in note)
+    assert covered.startswith("compared 3 fit calls"), covered
+    assert "call 1 at forms.py:66 (steps 1-6)" in covered and "call 3 at forms.py:77 (steps 13-18)" in covered
+
+
+def test_a_gan_without_call_trains_wrapped_on_two_hosts_and_gets_a_verdict(digits: Path, tmp_path: Path) -> None:
+    """keras.io's GAN form (no call(), two optimizers given to its own compile, fit(x) without labels): Keras 3
+    builds a model symbolically at fit only under a strategy, which such a model cannot take; the wrap's repair
+    builds it as one device does. The planned run trains to the script's end (its save) and the check compares
+    the steps: the d_loss and g_loss it logs, the weights of both sub-models after each step."""
+    result = smtrain.check(_spec(tmp_path, digits, 2, "ml.g5.xlarge", "gan.py"), steps=4)
+    data = result.to_dict()
+    assert result.verdict.steps == 4 and len(data["per_step"]) == 4, data
+    assert all(row["weights_relative"] is not None for row in data["per_step"]), data["per_step"]
+    assert not any(c["kind"] in ("failed", "after-training") for c in data["causes"]), data["causes"]

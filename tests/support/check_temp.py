@@ -1,0 +1,19 @@
+"""The temporary directory of a test that runs `smtrain check`: its work directories go under the test's own, where
+the test can count what is left behind."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def own_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The check's work directories go under the test's own temporary directory (and are counted there)."""
+    place = tmp_path / "tmp"
+    place.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(place))
+    monkeypatch.setenv("TMPDIR", str(place))
+    return place
