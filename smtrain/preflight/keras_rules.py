@@ -223,11 +223,14 @@ def model_without_call_hits(tree: ast.AST, names: Names, job: JobContext) -> Ite
         return
     classes = {node.name: node for node in walk(tree) if isinstance(node, ast.ClassDef)}
 
-    def defines_call(cls: ast.ClassDef, depth: int = 0) -> bool:
-        if any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "call" for item in cls.body):
+    def defines(cls: ast.ClassDef, method: str, depth: int = 0) -> bool:
+        if any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method for item in cls.body):
             return True
         bases = [classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes]
-        return depth < 10 and any(defines_call(base, depth + 1) for base in bases)
+        return depth < 10 and any(defines(base, method, depth + 1) for base in bases)
+
+    def defines_call(cls: ast.ClassDef) -> bool:
+        return defines(cls, "call")
 
     def is_model(cls: ast.ClassDef, depth: int = 0) -> bool:
         for base in cls.bases:
@@ -237,8 +240,21 @@ def model_without_call_hits(tree: ast.AST, names: Names, job: JobContext) -> Ite
                 return True
         return False
 
+    def functional(name: str) -> bool:
+        """Made as a functional model somewhere (`PenalizedModel(inputs, outputs)`, keras.io's customizing-fit form):
+        Keras's Functional call() is its forward pass, so nothing of this warning holds. A class with an __init__ of
+        its own takes its arguments there (keras.io's `VAE(encoder, decoder)`)."""
+        if defines(classes[name], "__init__"):
+            return False
+        for node in walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                given = {k.arg for k in node.keywords}
+                if len(node.args) >= 2 or {"inputs", "outputs"} <= given or (node.args and "outputs" in given):
+                    return True
+        return False
+
     for cls in classes.values():
-        if is_model(cls) and not defines_call(cls):
+        if is_model(cls) and not defines_call(cls) and not functional(cls.name):
             yield Hit(cls.lineno, "keras3-model-without-call",
                       f"Keras 3 (TensorFlow {job.framework_version}): {cls.name} subclasses Model without a call() "
                       "method: fit() runs its train_step, but calling the model, predict(), evaluate() without a "
