@@ -5,7 +5,7 @@ batches and tuning), each call cut to the check's steps (wrap/check_rest.py). Th
 (its own, or Keras's) is wrapped on the instance: Keras's train function looks the method up when it is
 traced, inside `strategy.run`, so the wrapper runs on every replica, around the step the job runs. After
 the step it hands a `tf.py_function` what that replica saw (a fingerprint of each example's features),
-the scalar logs the step returned (its loss, a GAN's d_loss and g_loss), and, on the chief's first replica,
+the scalar logs the step returned (its loss, a GAN's d_loss and g_loss), and, from the chief's first replica,
 the model's weights: the reference run keeps them per step, the planned run sets them against the
 reference's of the same step. So a custom step, two optimizers, a model without a compiled loss or with
 several outputs are all compared as they train, and a failure inside the step is the script's failure at
@@ -64,7 +64,7 @@ class Recorder:
     """One per model: what each replica of this worker's steps saw and returned, call by call. The calls of every
     model the script trains go into one list, this worker's record (`calls`, shared)."""
 
-    calls: List[Dict[str, Any]] = []  # every model's, in order: {"location", "model", "steps": {index: entry}}
+    calls: List[Dict[str, Any]] = []  # every model's, in order: {"location", "steps": {index: {replica: entry}}}
     models = 0  # the models trained so far (each starts alike under its own number)
 
     def __init__(self, settings: CheckSettings, dist: Any, model: Any, say: Any) -> None:
