@@ -24,6 +24,7 @@ class StepRecord:
     replicas: tuple[tuple[str, ...], ...]  # each replica's examples (fingerprints), workers in order
     weights_relative: float | None = None  # Keras's fit: the weights after the step against the reference's
     call: int = 1  # the fit call it belongs to (1-based)
+    terms: tuple[float, ...] | None = None  # Keras's fit: each term of the differentiated loss, summed over replicas
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class RunRecord:
     weights: tuple[dict[str, Any], ...] = field(default=())  # the planned run's: each weight against the reference's
     steps_per_epoch: int = 0  # 0: not recorded
     loop: str = "smtrain"  # keras: recorded inside Keras's own fit (a wrapped script); smtrain: smtrain_tf's loop
-    calls: tuple[dict[str, Any], ...] = ()  # Keras's fit: each call's {"location", "first_step", "steps"}
+    # Keras's fit: each call's {"location", "first_step", "steps", "terms": where the script made each loss term}
+    calls: tuple[dict[str, Any], ...] = ()
 
 
 def cannot_check_reason(directory: Path) -> str | None:
@@ -65,10 +67,11 @@ def read_run(directory: Path) -> RunRecord | None:
         replicas = tuple(tuple(r) for w in workers for r in w["steps"][i]["replicas"])
         if first.get("examples") is None:  # recorded in Keras's fit: each worker its own replicas
             losses = [log for w in workers for log in w["steps"][i]["replica_losses"]]
+            terms = [t for w in workers for t in w["steps"][i].get("replica_terms") or ()]
             steps.append(StepRecord(loss=_step_loss(losses), inference_loss=math.nan,
                                     examples=sum(len(r) for r in replicas), learning_rate=first["learning_rate"],
                                     replicas=replicas, weights_relative=first.get("weights_relative"),
-                                    call=int(first.get("call") or 1)))
+                                    call=int(first.get("call") or 1), terms=_summed(terms)))
             continue
         steps.append(StepRecord(loss=float(first["loss"]), inference_loss=float(first["inference_loss"]),
                                 examples=int(round(first["examples"])), learning_rate=first["learning_rate"],
@@ -80,6 +83,14 @@ def read_run(directory: Path) -> RunRecord | None:
                      random_layers=tuple(found_layers.get("random", ())),
                      weights=tuple(chief.get("weights") or ()), steps_per_epoch=int(chief.get("steps_per_epoch") or 0),
                      loop=str(chief.get("loop") or "smtrain"), calls=tuple(chief.get("calls") or ()))
+
+
+def _summed(per_replica: list[list[float]]) -> tuple[float, ...] | None:
+    """Each loss term added up over the replicas, as the all-reduce adds their gradients; None when the replicas
+    did not record the same terms."""
+    if not per_replica or not per_replica[0] or any(len(t) != len(per_replica[0]) for t in per_replica):
+        return None
+    return tuple(math.fsum(values) for values in zip(*per_replica))  # noqa: B905 - same lengths, checked
 
 
 def _step_loss(losses: list[dict[str, float]]) -> float:

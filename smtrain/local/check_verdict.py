@@ -12,6 +12,8 @@ batches match, the layers only where the same examples still part):
     global_batch   the steps train on another number of examples than one device with the planned batch
     data           the workers' examples are not one device's: some taken twice, some never (counted)
     learning_rate  the rate differs from the planned one (scaled twice, or not at all)
+    loss_scaling   a term of the loss the step differentiates adds up over the replicas to N times one device's
+                   (computed whole on each replica, then summed), or to 1/N (scaled twice): named at its line
     batch_norm     BatchNormalization normalises per replica (the loss in inference mode still agrees)
     randomness     dropout or noise drawn per replica (likewise)
     scope          the planned run failed: a model or optimizer made outside the strategy's scope
@@ -32,6 +34,10 @@ from smtrain.local.check_records import RunRecord, StepRecord
 LOSS_TOLERANCE = 1e-4  # relative, each step's loss
 WEIGHTS_TOLERANCE = 1e-3  # relative to the weights' norm, after the last step
 RATE_TOLERANCE = 1e-6
+# A loss term's value summed over the replicas against one device's, at the same weights and examples: exactly 1x
+# when it is scaled for the replicas, Nx when it is not, but for what acts per replica (BatchNormalization's
+# statistics, dropout), which moves it by far less than this; 1x and 2x (the nearest N) are far apart.
+SCALING_TOLERANCE = 0.05
 TOLERANCE_WHY = ("float32 sums added in another order (per replica, then across replicas and hosts) differ in their "
                  "last bits, and the differences grow a little with each step; the mistakes the check looks for "
                  "differ by 1e-3 or more from the first step they act on")
@@ -211,6 +217,68 @@ def _rate_cause(one: RunRecord, planned: RunRecord, spec_scaling: str | None) ->
     return Cause("learning_rate", says, fix, {"planned_run": mine, "one_device": theirs, "ratio": ratio})
 
 
+def _term_ratios(one: RunRecord, planned: RunRecord) -> list[tuple[str, float]]:
+    """Each loss term's replicas' sum over one device's value, at the first step of each fit call (where the runs
+    start from the same weights), named by where the script made it."""
+    found: list[tuple[str, float]] = []
+    for mine_call, their_call in zip(planned.calls, one.calls):  # noqa: B905 - the calls both made
+        places = list(mine_call.get("terms") or ())
+        if not places or places != list(their_call.get("terms") or ()):
+            continue
+        if not mine_call.get("steps") or not their_call.get("steps"):
+            continue
+        mine_at, their_at = int(mine_call["first_step"]) - 1, int(their_call["first_step"]) - 1
+        if mine_at >= len(planned.steps) or their_at >= len(one.steps):
+            continue
+        mine, theirs = planned.steps[mine_at].terms, one.steps[their_at].terms
+        if mine is None or theirs is None or not len(mine) == len(theirs) == len(places):
+            continue
+        for where, value, reference in zip(places, mine, theirs):  # noqa: B905 - same lengths, checked
+            if reference and math.isfinite(value / reference):
+                found.append((where, value / reference))
+    return found
+
+
+def _scaling_cause(one: RunRecord, planned: RunRecord) -> Cause | None:
+    """A term of the loss the step differentiates that the replicas add up to N times (or 1/N) one device's: the
+    all-reduce sums the replicas' gradients, so each replica's loss must be 1/N of its share's (Keras scales
+    self.compute_loss and a loss object's call so; a loss function or ops.mean by hand it does not)."""
+    replicas = planned.replicas
+    if replicas < 2:
+        return None
+    whole: dict[str, float] = {}
+    twice: dict[str, float] = {}
+    for where, ratio in _term_ratios(one, planned):
+        if abs(ratio / replicas - 1.0) <= SCALING_TOLERANCE:
+            whole.setdefault(where, ratio)
+        elif abs(ratio * replicas - 1.0) <= SCALING_TOLERANCE:
+            twice.setdefault(where, ratio)
+    if not whole and not twice:
+        return None
+    said, fixes = [], []
+    if whole:
+        places = "; ".join(whole)
+        said.append(f"the loss term{'s' if len(whole) > 1 else ''} made at {places} add{'' if len(whole) > 1 else 's'} "
+                    f"up over the {replicas} replicas to {replicas}x one device's at the same weights: each replica "
+                    f"computes it whole for its share, not 1/{replicas} of it, and the replicas' gradients are summed, "
+                    f"so it weighs {replicas} times what it does on one device")
+        fixes.append("scale every term for the replicas as Keras scales its own: compute it with self.compute_loss "
+                     "or a loss object (keras.losses.MeanSquaredError()(y, y_pred)), which Keras multiplies by "
+                     "1/num_replicas_in_sync under a strategy, or divide the hand-written term by "
+                     "tf.distribute.get_strategy().num_replicas_in_sync (a loss function such as "
+                     "keras.losses.mean_squared_error, and ops.mean by hand, are not scaled); a loss with "
+                     "reduction=\"sum\": divide it by the global batch")
+    if twice:
+        places = "; ".join(twice)
+        said.append(f"the loss term{'s' if len(twice) > 1 else ''} made at {places} add{'' if len(twice) > 1 else 's'} "
+                    f"up over the {replicas} replicas to 1/{replicas} of one device's: scaled for the replicas twice")
+        fixes.append("divide by num_replicas_in_sync once: self.compute_loss and a loss object's call are already "
+                     "scaled by Keras, so leave out the script's own division for them")
+    counts = {"replicas": replicas,
+              "terms": [{"at": where, "ratio": ratio} for where, ratio in {**whole, **twice}.items()]}
+    return Cause("loss_scaling", "loss scaling: " + "; and ".join(said), "; ".join(fixes), counts)
+
+
 def _layer_causes(planned: RunRecord) -> list[Cause]:
     found = []
     if planned.batch_norm and planned.replicas > 1:
@@ -222,9 +290,23 @@ def _layer_causes(planned: RunRecord) -> list[Cause]:
             "use synchronized batch normalization: tf.keras.layers.BatchNormalization(synchronized=True) "
             "(SyncBatchNormalization: tf.keras.layers.experimental.SyncBatchNormalization before TensorFlow 2.12)",
             {"layers": list(planned.batch_norm)}))
-    if planned.random_layers:
-        seeded = [layer for layer in planned.random_layers if layer.get("seed") is not None]
-        layers = planned.random_layers
+    generators = [item for item in planned.random_layers if item.get("class") == "SeedGenerator"]
+    if generators and planned.replicas > 1:
+        names = ", ".join(f"'{item['name']}'" for item in generators)
+        found.append(Cause(
+            "randomness",
+            f"per-replica randomness: the step draws from the model's own SeedGenerator ({names}), whose state is "
+            f"one variable the strategy mirrors: every one of the {planned.replicas} replicas draws the same values "
+            "for its share of the batch, where one device draws the whole batch's",
+            "one device cannot draw the replicas' values step by step, so the weights part by this much even when "
+            "all else is right; the global batch repeats each draw on every replica: to give each replica its own, "
+            "draw them in the input pipeline (a dataset of random inputs zipped with the data) or fold the replica "
+            "into a stateless seed (tf.random.stateless_normal(shape, seed=[step, tf.distribute."
+            "get_replica_context().replica_id_in_sync_group]))",
+            {"seed_generators": [dict(item) for item in generators]}))
+    layers = [item for item in planned.random_layers if item.get("class") != "SeedGenerator"]
+    if layers:
+        seeded = [layer for layer in layers if layer.get("seed") is not None]
         names = ", ".join(f"{layer['class']} layer '{layer['name']}'" for layer in layers)
         off = ("to compare the rest, check with the layers off: `smtrain check --random-layers off` (`submit --check "
                "--random-layers off`; random_layers=\"off\" from Python)")
@@ -240,7 +322,7 @@ def _layer_causes(planned: RunRecord) -> list[Cause]:
         one = len(layers) == 1
         found.append(Cause("randomness", f"per-replica randomness: {names} draw{'s its' if one else ' their'} "
                            "random values on each replica, for that replica's share of the batch",
-                           fix, {"layers": [dict(layer) for layer in planned.random_layers]}))
+                           fix, {"layers": [dict(layer) for layer in layers]}))
     return found
 
 
@@ -305,7 +387,7 @@ def _first_step(causes: list[Cause], parting: int | None, steps: int) -> int:
         return parting + 1
     if causes[0].kind == "data":
         return int(causes[0].counts["first_step"])
-    return 1 if causes[0].kind in ("global_batch", "learning_rate") else steps
+    return 1 if causes[0].kind in ("global_batch", "learning_rate", "loss_scaling") else steps
 
 
 def _weights_difference(rows: tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
@@ -352,6 +434,9 @@ def compare(one: RunRecord, planned: RunRecord, spec_scaling: str | None = None)
             mine, theirs = planned.steps[at].inference_loss, one.steps[at].inference_loss
             # Not measured (NaN, in Keras's fit): the layers may be why, so they are named.
             same_inference = math.isnan(mine) or math.isnan(theirs) or relative(mine, theirs) <= LOSS_TOLERANCE
+            scaling = _scaling_cause(one, planned)
+            if scaling is not None:
+                causes.append(scaling)
             if same_inference:  # the same weights and examples: what trains differently per replica is left
                 causes.extend(_layer_causes(planned))
     equivalent = not causes and parting is None and not weights_part

@@ -1,10 +1,14 @@
 """smtrain check of a model's own train_step (keras.io's customizing-fit form), recorded inside Keras's own fit as
 the paid job runs it: a hand-written loss term left unscaled for the replicas makes the weights part from one
-device's; the same term divided by num_replicas_in_sync trains as one device does; a step that raises is the
-script's failure at its own line. Real TensorFlow on CPU, each case once (one layout shows each)."""
+device's, and the check names it at its line; the same term divided by num_replicas_in_sync trains as one device
+does (both as a plain TensorFlow oracle finds); a step that raises is the script's failure at its own line. Real
+TensorFlow on CPU, each case once (one layout shows each)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,7 @@ import pytest
 
 import smtrain
 from smtrain.api.checking import CannotCheckError
+from smtrain.local.check_verdict import WEIGHTS_TOLERANCE
 from tests.support import check_temp, demo_digits
 from tests.support.specfiles import write_spec
 
@@ -24,6 +29,16 @@ digits = demo_digits.digits
 
 own_temp = check_temp.own_temp
 
+ORACLE = Path(__file__).parents[1] / "support" / "scaling_oracle.py"
+
+
+@pytest.fixture(scope="module")
+def oracle() -> dict[str, float]:
+    """Plain TensorFlow, one device against MirroredStrategy on 2 CPU devices (the replicas both checks below
+    compare): each penalty's weights difference after 8 steps, relative to their norm."""
+    done = subprocess.run([sys.executable, str(ORACLE), "2"], capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
 
 def _spec(tmp_path: Path, digits: Path, nodes: int, instance: str, script: str = "custom_step.py",
           **hyperparameters: Any) -> Path:
@@ -34,22 +49,34 @@ def _spec(tmp_path: Path, digits: Path, nodes: int, instance: str, script: str =
         "hyperparameters": hyperparameters})
 
 
-def test_an_unscaled_term_in_the_models_own_step_parts_from_one_device(digits: Path, tmp_path: Path) -> None:
-    # 1 host x 2 replicas (a 4-GPU host checked on 2 CPU devices), MirroredStrategy.
+def test_an_unscaled_term_in_the_models_own_step_parts_from_one_device(digits: Path, tmp_path: Path,
+                                                                        oracle: dict[str, float]) -> None:
+    # The oracle: the term added by hand parts from one device by far more than the check's tolerance.
+    assert oracle["unscaled"] > 10 * WEIGHTS_TOLERANCE, oracle
+    # 1 host x 4 GPUs, checked as 1 host x 2 replicas (2 CPU devices), MirroredStrategy.
     result = smtrain.check(_spec(tmp_path, digits, 1, "ml.g5.12xlarge", penalty="unscaled"), steps=8)
     data = result.to_dict()
     assert not result.equivalent and result.exit_code == 1, data
     assert result.verdict.first_step == 1, data
     assert data["weights_difference"] > 1e-3
+    # The cause, measured: the term at its line adds up over the replicas to 2x one device's; compute_loss's, 1x.
+    assert [c["kind"] for c in data["causes"]] == ["loss_scaling"], data["causes"]
+    scaling = data["causes"][0]
+    assert scaling["counts"]["replicas"] == 2
+    assert [t["at"] for t in scaling["counts"]["terms"]] == ["custom_step.py:35 (train_step)"], scaling
+    assert abs(scaling["counts"]["terms"][0]["ratio"] - 2.0) < 1e-4, scaling
+    assert "tf.distribute.get_strategy().num_replicas_in_sync" in scaling["fix"]
     # The weights after every step were set against one device's, inside Keras's own fit.
     assert all(row["weights_relative"] > 0 for row in data["per_step"]), data["per_step"]
     assert any("inside Keras's own fit" in note and "custom_step.py:" in note for note in data["notes"]), data
 
 
-def test_the_term_scaled_for_the_replicas_trains_as_one_device_on_two_hosts(digits: Path, tmp_path: Path) -> None:
+def test_the_term_scaled_for_the_replicas_trains_as_one_device_on_two_hosts(digits: Path, tmp_path: Path,
+                                                                             oracle: dict[str, float]) -> None:
+    assert oracle["scaled"] < WEIGHTS_TOLERANCE / 100, oracle  # the oracle: float32 rounding apart
     result = smtrain.check(_spec(tmp_path, digits, 2, "ml.g5.xlarge", penalty="scaled"), steps=8)
     data = result.to_dict()
-    assert result.equivalent, data
+    assert result.equivalent and data["causes"] == [], data
     assert data["checked_layout"]["hosts"] == 2 and result.verdict.steps == 8
     assert all(row["weights_relative"] < 1e-4 for row in data["per_step"]), data["per_step"]
     # The step logs compute_loss's value, which Keras scales by 1/replicas: the weights agree, the logged loss is
@@ -90,4 +117,7 @@ def test_a_gan_without_call_trains_wrapped_on_two_hosts_and_gets_a_verdict(digit
     data = result.to_dict()
     assert result.verdict.steps == 4 and len(data["per_step"]) == 4, data
     assert all(row["weights_relative"] is not None for row in data["per_step"]), data["per_step"]
-    assert not any(c["kind"] in ("failed", "after-training") for c in data["causes"]), data["causes"]
+    # It parts: every replica draws the same latent vectors from the GAN's own SeedGenerator (a mirrored state),
+    # one device the whole batch's. Its losses are a loss object's (scaled): no scaling cause.
+    assert [c["kind"] for c in data["causes"]] == ["randomness"], data["causes"]
+    assert "SeedGenerator ('gan.seed_generator')" in data["causes"][0]["says"]

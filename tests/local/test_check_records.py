@@ -97,3 +97,25 @@ def test_records_read_back_are_compared(tmp_path: Path) -> None:
     assert reference is not None and planned is not None and reference.stands_for == 2
     verdict = compare(reference, planned)
     assert verdict.equivalent and verdict.steps == 2 and verdict.weights_difference == pytest.approx(1e-6)
+
+
+def _keras_step(replicas: list[list[str]], terms: list[list[float]]) -> dict[str, Any]:
+    """A step as smtrain_tf.check.keras_steps records it inside Keras's fit: per replica, its logs and loss terms."""
+    return {"call": 1, "replica_losses": [{"loss": 1.0} for _ in replicas], "replica_terms": terms,
+            "learning_rate": 0.002, "replicas": replicas, "examples": None, "weights_relative": 0.0,
+            "loss": None, "inference_loss": None}
+
+
+def test_in_keras_fit_each_loss_term_is_added_up_over_every_worker_s_replicas(tmp_path: Path) -> None:
+    calls = [{"location": "train.py:40", "first_step": 1, "steps": 1, "terms": ["train.py:31", "train.py:33"]}]
+    chief = _worker(0, 2, [_keras_step([["a"], ["b"]], [[0.5, 0.25], [0.5, 0.125]])], loop="keras", calls=calls,
+                    replicas=4, local_replicas=2)
+    other = _worker(1, 2, [_keras_step([["c"], ["d"]], [[0.25, 0.5], [0.5, 1.0]])], replicas=4, local_replicas=2)
+    run = read_run(_write(tmp_path, [chief, other]))
+    assert run is not None and run.steps[0].terms == (1.75, 1.875) and run.calls[0]["terms"] == calls[0]["terms"]
+    # Replicas that did not record the same terms: none to add up.
+    other["steps"][0]["replica_terms"] = [[0.25], [0.5]]
+    assert read_run(_write(tmp_path / "uneven", [chief, other])).steps[0].terms is None  # type: ignore[union-attr]
+    other["steps"][0]["replica_terms"] = [[], []]
+    chief["steps"][0]["replica_terms"] = [[], []]
+    assert read_run(_write(tmp_path / "none", [chief, other])).steps[0].terms is None  # type: ignore[union-attr]

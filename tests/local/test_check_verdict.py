@@ -504,3 +504,67 @@ def test_in_keras_fit_layers_are_named_when_the_inference_loss_was_not_measured(
     planned = _keras(_split(reference, batch_norm=["bn"]), [0.05] * 4)
     verdict = compare(reference, planned)
     assert [c.kind for c in verdict.causes] == ["batch_norm"] and verdict.first_step == 1
+
+
+def _with_terms(run: RunRecord, terms: Sequence[float] | None, places: Sequence[str]) -> RunRecord:
+    """Each step's loss terms (summed over the replicas), the call's places for them."""
+    steps = tuple(dataclasses.replace(step, terms=None if terms is None else tuple(terms)) for step in run.steps)
+    calls = tuple({**call, "terms": list(places)} for call in run.calls)
+    return dataclasses.replace(run, steps=steps, calls=calls)
+
+
+TERMS_AT = ("train.py:31 (train_step)", "train.py:33 (train_step)")
+
+
+@pytest.mark.parametrize(("ratio", "named"), [(2.0, True), (2.0 * 1.049, True), (2.0 * 1.051, False),
+                                              (2.0 * 0.951, True), (2.0 * 0.949, False), (1.0, False)])
+def test_a_term_that_adds_up_to_n_times_one_device_s_is_the_scaling_cause_at_its_line(ratio: float,
+                                                                                      named: bool) -> None:
+    # The replicas' sum of the first term against one device's: 2x on 2 replicas (within 5%) is computed whole on
+    # each replica; 1x is scaled. The second term is Keras's compute_loss, scaled (1x).
+    reference = _with_terms(_keras(_reference(), [0.0] * 4), [0.8, 0.25], TERMS_AT)
+    planned = _with_terms(_keras(_split(reference), [0.01] * 4), [0.8, 0.25 * ratio], TERMS_AT)
+    verdict = compare(reference, planned)
+    kinds = [c.kind for c in verdict.causes]
+    if not named:
+        assert kinds == ["unexplained"], verdict.causes
+        return
+    assert kinds == ["loss_scaling"] and verdict.first_step == 1
+    cause = verdict.causes[0]
+    assert cause.says.startswith("loss scaling: the loss term made at train.py:33 (train_step) adds up over the 2 "
+                                 "replicas to 2x one device's"), cause.says
+    assert "train.py:31" not in cause.says and "num_replicas_in_sync" in cause.fix
+    assert cause.counts == {"replicas": 2, "terms": [{"at": TERMS_AT[1], "ratio": ratio}]}
+
+
+def test_a_term_scaled_twice_adds_up_to_one_nth_and_agreeing_weights_name_no_term() -> None:
+    reference = _with_terms(_keras(_reference(), [0.0] * 4), [0.8, 0.25], TERMS_AT)
+    twice = compare(reference, _with_terms(_keras(_split(reference), [0.01] * 4), [0.4, 0.25], TERMS_AT))
+    assert [c.kind for c in twice.causes] == ["loss_scaling"]
+    assert "train.py:31 (train_step) adds up over the 2 replicas to 1/2 of one device's" in twice.causes[0].says
+    # A 2x term with weights that agree (Adam's steps barely move for a loss scaled as a whole): no cause at all.
+    agreeing = compare(reference, _with_terms(_keras(_split(reference), [1e-6] * 4), [1.6, 0.5], TERMS_AT))
+    assert agreeing.equivalent and agreeing.causes == ()
+
+
+def test_terms_are_set_against_each_other_only_where_both_runs_made_the_same_ones() -> None:
+    reference = _with_terms(_keras(_reference(), [0.0] * 4), [0.8, 0.25], TERMS_AT)
+    planned = _keras(_split(reference), [0.01] * 4)
+    other_places = _with_terms(planned, [0.8, 0.5], (TERMS_AT[0], "train.py:34 (train_step)"))
+    assert [c.kind for c in compare(reference, other_places).causes] == ["unexplained"]
+    one_missing = _with_terms(planned, [0.8], TERMS_AT)
+    assert [c.kind for c in compare(reference, one_missing).causes] == ["unexplained"]
+    zero = _with_terms(_keras(_reference(), [0.0] * 4), [0.8, 0.0], TERMS_AT)  # no ratio to a zero term
+    assert [c.kind for c in compare(zero, _with_terms(planned, [0.8, 0.5], TERMS_AT)).causes] == ["unexplained"]
+
+
+def test_a_seed_generator_of_the_model_s_own_is_named_apart_from_random_layers() -> None:
+    reference = _reference()
+    generator = {"name": "gan.seed_generator", "class": "SeedGenerator", "seed": 1337}
+    dropout = {"name": "dropout", "class": "Dropout", "seed": None}
+    planned = _keras(_split(reference, random_layers=[generator, dropout]), [0.05] * 4)
+    causes = compare(reference, planned).causes
+    assert [c.kind for c in causes] == ["randomness", "randomness"]
+    assert "SeedGenerator ('gan.seed_generator')" in causes[0].says and "same values" in causes[0].says
+    assert causes[0].counts == {"seed_generators": [generator]}
+    assert "Dropout layer 'dropout'" in causes[1].says and causes[1].counts == {"layers": [dropout]}

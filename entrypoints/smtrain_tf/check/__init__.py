@@ -5,12 +5,16 @@ smtrain runs the job twice on one machine: once on one device standing for the p
 this package, which runs them one at a time and writes what each saw and did; then the process ends.
 
     settings.py   SMTRAIN_CHECK_*: where to write, how many steps, what the one device stands for (no TensorFlow)
-    layers.py     the model's layers that train differently per replica: BatchNormalization, random layers
+    layers.py     what trains differently per replica: BatchNormalization, random layers, the model's own
+                  SeedGenerators
     weights.py    the weights written (start, end) and the planned run's end set against the reference's
     probe.py      smtrain's loop's steps (the bundled program, smtrain_tf.fit): each replica's examples
                   (fingerprints), the loss before and after, the rate
     keras_steps.py  a wrapped script's steps inside Keras's own fit: the model's own train_step wrapped on the
-                  instance, each replica's examples, its logs, the weights after each step; every fit call
+                  instance, each replica's examples, its logs, its loss terms, the weights after each step; every
+                  fit call
+    loss_terms.py the loss the step differentiates (each GradientTape.gradient target, kept while the step is
+                  traced) taken apart into its terms, each named by the script's line that made it
     seeding.py    smtrain_tf.fit and the bundled program: each worker's unseeded randomness fixed (the job's seed +
                   its index); an op's own seed kept (the wrap seeds by distribute/seeding.py's rule instead)
     rebatch.py    a dataset the script batches: in the one-device run, its batches made the planned run's

@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..keras_support.optimization import current_learning_rate
-from . import layers, weights
+from . import layers, loss_terms, weights
 from .probe import fingerprints, refuse
 from .settings import RECORD, START_WEIGHTS, CheckSettings
 
@@ -67,13 +67,15 @@ class Recorder:
     calls: List[Dict[str, Any]] = []  # every model's, in order: {"location", "steps": {index: {replica: entry}}}
     models = 0  # the models trained so far (each starts alike under its own number)
 
-    def __init__(self, settings: CheckSettings, dist: Any, model: Any, say: Any) -> None:
-        self.settings, self.dist, self.model, self.say = settings, dist, model, say
+    def __init__(self, settings: CheckSettings, dist: Any, model: Any, say: Any, place: loss_terms.Place) -> None:
+        self.settings, self.dist, self.model, self.say, self.place = settings, dist, model, say, place
         self.started = False
+        self.term_places: List[str] = []  # where the script made each term of the loss its step differentiates
 
     # Around each fit call -------------------------------------------------------------------------------------
     def begin_call(self, location: str) -> None:
-        self.calls.append({"location": location, "steps": {}})
+        # The terms' places as last traced (Keras keeps its train function from call to call of one model).
+        self.calls.append({"location": location, "steps": {}, "terms": list(self.term_places)})
 
     def before_first_step(self) -> None:
         """Once Keras has built the model: both runs start alike (the reference's weights), random layers off."""
@@ -107,7 +109,11 @@ class Recorder:
         recorder = self
 
         def train_step(data: Any) -> Any:
-            logs = original(data)  # the model's own step: what the paid job runs
+            with loss_terms.capturing() as targets:
+                logs = original(data)  # the model's own step: what the paid job runs
+            terms = loss_terms.terms(targets, recorder.place)
+            recorder.term_places = [where for _, where in terms]  # traced once per replica, alike
+            recorder.calls[-1]["terms"] = recorder.term_places
             scalars = _scalar_logs(logs)
             context = tf.distribute.get_replica_context()
             replica = context.replica_id_in_sync_group if context is not None else 0
@@ -116,10 +122,12 @@ class Recorder:
             # Read after the step's updates (automatic control dependencies order a read after its writes).
             values = [tf.convert_to_tensor(v) for v in recorder.model.weights] if keep else []
             names = list(scalars)
-            inputs = [tf.cast(replica, tf.int32), *scalars.values(), *features, *values]
+            inputs = [tf.cast(replica, tf.int32), *[value for value, _ in terms], *scalars.values(), *features,
+                      *values]
 
             def seen(replica_id: Any, *rest: Any) -> int:
-                recorder._seen(int(replica_id), names, rest, len(features))
+                recorder._seen(int(replica_id), [float(t.numpy()) for t in rest[:len(terms)]], names,
+                               rest[len(terms):], len(features))
                 return 0
 
             done = tf.py_function(seen, inputs, tf.int32)
@@ -128,7 +136,7 @@ class Recorder:
 
         return train_step
 
-    def _seen(self, replica: int, names: List[str], rest: Any, features: int) -> None:
+    def _seen(self, replica: int, terms: List[float], names: List[str], rest: Any, features: int) -> None:
         losses = {name: float(value.numpy()) for name, value in zip(names, rest[:len(names)])}  # noqa: B905
         arrays = [np.asarray(t.numpy()) for t in rest[len(names):len(names) + features]]
         values = rest[len(names) + features:]
@@ -137,7 +145,7 @@ class Recorder:
         if index >= self.settings.steps:
             return  # past the check's steps (the call's last epoch runs to its end): not compared
         entry = steps.setdefault(index, {})
-        entry[replica] = {"losses": losses, "examples": fingerprints(arrays)}
+        entry[replica] = {"losses": losses, "examples": fingerprints(arrays), "terms": terms}
         if replica == 0:
             entry["learning_rate"] = self._rate()
             if values:
@@ -177,12 +185,14 @@ class Recorder:
         calls = []
         for number, call in enumerate(self.calls, start=1):
             recorded = [call["steps"][i] for i in sorted(call["steps"])]
-            calls.append({"location": call["location"], "first_step": len(steps) + 1, "steps": len(recorded)})
+            calls.append({"location": call["location"], "first_step": len(steps) + 1, "steps": len(recorded),
+                          "terms": list(call["terms"])})
             for entry in recorded:
                 replicas = sorted(k for k in entry if isinstance(k, int))
                 losses = [entry[r]["losses"] for r in replicas]
                 steps.append({
-                    "call": number, "replica_losses": losses, "learning_rate": entry.get("learning_rate"),
+                    "call": number, "replica_losses": losses, "replica_terms": [entry[r]["terms"] for r in replicas],
+                    "learning_rate": entry.get("learning_rate"),
                     "replicas": [entry[r]["examples"] for r in replicas],
                     "examples": None,  # the examples over the job: the workers' replicas added up by smtrain
                     "weights_relative": entry.get("weights"),
@@ -202,12 +212,13 @@ class Recorder:
         return record
 
 
-def recorder_for(settings: CheckSettings, dist: Any, model: Any, say: Any) -> Recorder:
-    """The model's recorder, its train_step and make_train_function wrapped on the instance the first time."""
+def recorder_for(settings: CheckSettings, dist: Any, model: Any, say: Any, place: loss_terms.Place) -> Recorder:
+    """The model's recorder, its train_step and make_train_function wrapped on the instance the first time.
+    `place`: a frame's file and line as the script's (`train.py:31`), None for a file not the job's code."""
     found = getattr(model, _INSTALLED, None)
     if found is not None:
         return found
-    recorder = Recorder(settings, dist, model, say)
+    recorder = Recorder(settings, dist, model, say, place)
     original_step = model.train_step
     model.train_step = recorder.wrap(original_step)
     original_make = model.make_train_function

@@ -2,7 +2,9 @@
 
 BatchNormalization normalises with the statistics of the batch it is given: under a strategy that is
 one replica's share, unless it is synchronized (SyncBatchNormalization, or synchronized=True). Random
-layers (dropout, noise, random augmentation) draw a mask or a value per replica.
+layers (dropout, noise, random augmentation) draw a mask or a value per replica. So does a step that draws
+from a `keras.random.SeedGenerator` of the model's own (keras.io's GAN draws its latent vectors so): its
+state is one variable the strategy mirrors, so every replica draws the same values for its share.
 """
 
 from __future__ import annotations
@@ -42,6 +44,29 @@ def switch_off_random(model: Any) -> List[str]:
     return done
 
 
+def _is_seed_generator(value: Any) -> bool:
+    return any(cls.__name__ == "SeedGenerator" and "keras" in cls.__module__ for cls in type(value).__mro__)
+
+
+def seed_generators(model: Any) -> List[Dict[str, Any]]:
+    """The SeedGenerators the model and its layers (other than the random layers, listed as layers) hold
+    themselves: `{"name": "gan.seed_generator", "class": "SeedGenerator", "seed": 1337}`."""
+    found, seen = [], set()
+    for owner in [model, *_all_layers(model)]:
+        name = type(owner).__name__
+        if name in _RANDOM or name.startswith("Random"):
+            continue
+        named = {id(v): k for k, v in vars(owner).items() if _is_seed_generator(v)}
+        for generator in [*getattr(owner, "_seed_generators", ()), *(v for v in vars(owner).values())]:
+            if not _is_seed_generator(generator) or id(generator) in seen:
+                continue
+            seen.add(id(generator))
+            seed = getattr(generator, "_initial_seed", None)  # Keras keeps the seed it was given there
+            found.append({"name": f"{getattr(owner, 'name', name)}.{named.get(id(generator), 'seed_generator')}",
+                          "class": "SeedGenerator", "seed": seed if isinstance(seed, int) else None})
+    return found
+
+
 def inventory(model: Any) -> Dict[str, List[Dict[str, Any]]]:
     """{"batch_norm": [{"name", "class"}], "random": [{"name", "class", "seed"}]}: the layers to look at
     when one step's training loss differs while its inference loss does not."""
@@ -53,4 +78,4 @@ def inventory(model: Any) -> Dict[str, List[Dict[str, Any]]]:
         elif (name in _RANDOM and not _off(layer)) or name.startswith("Random"):
             seed = getattr(layer, "seed", None)
             random.append({"name": layer.name, "class": name, "seed": seed if isinstance(seed, int) else None})
-    return {"batch_norm": batch_norm, "random": random}
+    return {"batch_norm": batch_norm, "random": random + seed_generators(model)}

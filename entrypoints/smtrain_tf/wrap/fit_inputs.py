@@ -14,6 +14,8 @@ from . import notebook_lines
 
 # Keras's own default for array inputs when batch_size is left out.
 KERAS_DEFAULT_BATCH = 32
+# smtrain_tf's own files, never the job's code (a bundle may carry the package beside the script).
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def bind(original: Callable[..., Any], model: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -27,17 +29,22 @@ def bind(original: Callable[..., Any], model: Any, args: Sequence[Any], kwargs: 
     return given
 
 
-def caller_location(depth: int, script_dir: str) -> str:
-    """`file:line` of the frame `depth` levels above the caller; relative to the script's directory (a notebook's
-    script: `train.ipynb, cell 3, line 2`)."""
-    frame = sys._getframe(depth + 1)
-    filename = frame.f_code.co_filename
-    in_notebook = notebook_lines.where(filename, frame.f_lineno)  # a notebook's script: its cell and line
+def script_place(filename: str, line: int, script_dir: str) -> Optional[str]:
+    """`train.py:31` for a line of the job's code, relative to the script's directory (a notebook's script:
+    `train.ipynb, cell 3, line 2`); None for a file outside it, or smtrain_tf's own."""
+    in_notebook = notebook_lines.where(filename, line)  # a notebook's script: its cell and line
     if in_notebook is not None:
         return in_notebook
-    if filename.startswith(script_dir + os.sep):
-        filename = os.path.relpath(filename, script_dir)
-    return f"{filename}:{frame.f_lineno}"
+    if not filename.startswith(script_dir + os.sep) or filename.startswith(_OURS + os.sep):
+        return None
+    return f"{os.path.relpath(filename, script_dir)}:{line}"
+
+
+def caller_location(depth: int, script_dir: str) -> str:
+    """`file:line` of the frame `depth` levels above the caller (script_place's, else the file's own path)."""
+    frame = sys._getframe(depth + 1)
+    filename = frame.f_code.co_filename
+    return script_place(filename, frame.f_lineno, script_dir) or f"{filename}:{frame.f_lineno}"
 
 
 def batched_by_script(x: Any) -> Optional[str]:

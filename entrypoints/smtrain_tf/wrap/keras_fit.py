@@ -42,7 +42,8 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
             # `smtrain check`: this same fit, cut to the check's steps, the model's own steps recorded.
             if isinstance(given.get("x"), tf.data.Dataset):  # the script's batches, as the planned run's
                 given["x"] = batch_size.as_planned_batches(ctx, given["x"])
-            recorder = keras_steps.recorder_for(checking, ctx.dist, self, ctx.say)
+            place = functools.partial(fit_inputs.script_place, script_dir=ctx.settings.script_dir)
+            recorder = keras_steps.recorder_for(checking, ctx.dist, self, ctx.say, place)
             recorder.begin_call(location)
         given, examples = batch_size.scale_batches(ctx, given, location)
         if checking is not None:
