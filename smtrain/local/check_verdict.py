@@ -267,7 +267,9 @@ def _scaling_cause(one: RunRecord, planned: RunRecord) -> Cause | None:
                      "1/num_replicas_in_sync under a strategy, or divide the hand-written term by "
                      "tf.distribute.get_strategy().num_replicas_in_sync (a loss function such as "
                      "keras.losses.mean_squared_error, and ops.mean by hand, are not scaled); a loss with "
-                     "reduction=\"sum\": divide it by the global batch")
+                     "reduction=\"sum\": divide it by the global batch (under Keras 2, tf_keras, only compute_loss "
+                     "and compiled losses are scaled: a loss object called in the step is not, and takes "
+                     "reduction=SUM there)")
     if twice:
         places = "; ".join(twice)
         said.append(f"the loss term{'s' if len(twice) > 1 else ''} made at {places} add{'' if len(twice) > 1 else 's'} "

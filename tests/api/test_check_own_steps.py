@@ -93,19 +93,21 @@ def test_a_step_that_raises_fails_the_check_at_its_line(digits: Path, tmp_path: 
 
 
 def test_public_forms_on_two_hosts_draw_alike_and_every_fit_call_is_compared(digits: Path, tmp_path: Path) -> None:
-    """Unseeded pairs from Python's random, a list of two inputs, int32 labels, and three fit calls (a teacher, a
-    distiller with its own compile and train_step, the student alone): the wrap seeds every host alike, so both
-    hosts train on one device's pairs; each call is compared, and the notes say which."""
+    """Unseeded pairs from Python's random, a list of two inputs, int32 labels, and four fit calls (a teacher, a
+    distiller with its own compile and train_step, the student alone, a two-output model with no compiled loss):
+    the wrap seeds every host alike, so both hosts train on one device's pairs; each call is compared, and the
+    notes say which."""
     result = smtrain.check(write_spec(tmp_path, {
         "name": "forms", "inputs": {"train": str(digits / "train")}, "output": str(tmp_path / "out"),
         "compute": {"instance_type": "ml.g5.xlarge", "nodes": 2, "max_run": "15m"},
         "code": {"source_dir": str(CODE), "entry_point": "forms.py", "wrap": True}}), steps=6)
     data = result.to_dict()
     assert result.equivalent, data
-    assert result.verdict.steps == 18, data["per_step"]
+    assert result.verdict.steps == 24, data["per_step"]
     covered = next(note for note in data["notes"] if "fit calls inside Keras's own fit" in note)
-    assert covered.startswith("compared 3 fit calls"), covered
-    assert "call 1 at forms.py:66 (steps 1-6)" in covered and "call 3 at forms.py:77 (steps 13-18)" in covered
+    assert covered.startswith("compared 4 fit calls"), covered
+    assert "call 1 at forms.py:67 (steps 1-6)" in covered and "call 3 at forms.py:78 (steps 13-18)" in covered
+    assert "call 4 at forms.py:117 (steps 19-24)" in covered, covered
 
 
 def test_a_gan_without_call_trains_wrapped_on_two_hosts_and_gets_a_verdict(digits: Path, tmp_path: Path) -> None:

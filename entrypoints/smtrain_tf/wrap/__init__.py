@@ -28,6 +28,8 @@ Map:
                        wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
     check_rest.py      during `smtrain check` the script runs to its end, each fit, evaluate and predict cut
                        to the check's steps
+    check_build.py     during `smtrain check` the one-device run builds the model before its first step, as Keras
+                       does under the planned run's strategy (so both start from the same weights)
     epoch_lines.py     the Keras callback printing smtrain's metric line each epoch
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save

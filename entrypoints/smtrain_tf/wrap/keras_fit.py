@@ -17,7 +17,7 @@ import tensorflow as tf
 from ..check import keras_steps
 from ..check import settings as check_settings
 from ..contract import mlflow_run
-from . import batch_size, check_rest, epoch_lines, fit_inputs, fit_tuning
+from . import batch_size, check_build, check_rest, epoch_lines, fit_inputs, fit_tuning
 from .context import WrapContext
 
 
@@ -44,6 +44,7 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
                 given["x"] = batch_size.as_planned_batches(ctx, given["x"])
             place = functools.partial(fit_inputs.script_place, script_dir=ctx.settings.script_dir)
             recorder = keras_steps.recorder_for(checking, ctx.dist, self, ctx.say, place)
+            check_build.install(self)  # one device builds the model before its first step, as the planned run does
             recorder.begin_call(location)
         given, examples = batch_size.scale_batches(ctx, given, location)
         if checking is not None:

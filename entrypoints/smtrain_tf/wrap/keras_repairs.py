@@ -42,7 +42,7 @@ import tensorflow as tf
 _INSTALLED = "_smtrain_repaired"
 
 
-def _trainer_module() -> Optional[Any]:
+def trainer_module() -> Optional[Any]:
     try:
         from keras.src.backend.tensorflow import trainer
     except ImportError:  # Keras 2 (TF <= 2.15, or tf_keras): nothing to repair
@@ -59,7 +59,7 @@ def _local_part(strategy: Any, value: Any) -> Any:
     return value
 
 
-def _zeros_like_batch(iterator: Any) -> Any:
+def zeros_like_batch(iterator: Any) -> Any:
     """A batch of zeros with the data's structure, dtypes and shapes (an unknown size is 1), read from the
     dataset Keras's epoch iterator distributes, without iterating it."""
     from keras.src import tree
@@ -74,7 +74,7 @@ def _zeros_like_batch(iterator: Any) -> Any:
     return tree.map_structure(zeros, spec)
 
 
-def _with_labels(model: Any, strategy: Any, batch: Any) -> Any:
+def with_labels(model: Any, strategy: Any, batch: Any) -> Any:
     """`batch` as Keras's build can take it: a batch without labels (`fit(x)`, whose own train_step gives the
     compiled loss its y) gets labels shaped like the model's output, as that y must be, for the build only."""
     from keras.src import backend, tree
@@ -102,14 +102,14 @@ def _repair_symbolic_build(trainer: Any) -> None:
         if iterator is None or strategy is None or strategy.num_replicas_in_sync <= 1:
             return original(self, iterator=iterator, data_batch=data_batch)
         try:
-            data_batch = _zeros_like_batch(iterator)
+            data_batch = zeros_like_batch(iterator)
         except (TypeError, ValueError):  # ragged or sparse parts, an unknown rank: the first batch, as Keras takes it
             from keras.src import tree
 
             for _, _, batches in iterator:
                 data_batch = tree.map_structure(lambda v: _local_part(strategy, v), next(batches))
                 break
-        if not _has_own_call(self):
+        if not has_own_call(self):
             # A model in keras.io's GAN form: a train_step over sub-models and no call() of its own. One device
             # builds nothing here (its sub-models and optimizers build as its train_step first runs); so here: only
             # the compiled optimizer, as Keras's build ends.
@@ -117,7 +117,7 @@ def _repair_symbolic_build(trainer: Any) -> None:
                 self.optimizer.build(self.trainable_variables)
             _build_own_optimizers(self, strategy, data_batch)
             return None
-        return original(self, iterator=None, data_batch=_with_labels(self, strategy, data_batch))
+        return original(self, iterator=None, data_batch=with_labels(self, strategy, data_batch))
 
     cls._maybe_symbolic_build = _maybe_symbolic_build
 
@@ -159,7 +159,7 @@ def _build_own_optimizers(model: Any, strategy: Any, data_batch: Any) -> None:
                 optimizer.build(taken[id(optimizer)])
 
 
-def _has_own_call(model: Any) -> bool:
+def has_own_call(model: Any) -> bool:
     """Whether the model's class defines call() (a functional or Sequential model does), not Keras's base Model."""
     from keras.src.layers.layer import Layer
     from keras.src.models.model import Model
@@ -229,7 +229,7 @@ def _repair_several_steps(trainer: Any) -> None:
 
 def install() -> bool:
     """Repair Keras 3's trainer (once per process); False where there is no Keras 3 trainer to repair."""
-    trainer = _trainer_module()
+    trainer = trainer_module()
     if trainer is None:
         return False
     if getattr(trainer.TensorFlowTrainer, _INSTALLED, False):

@@ -1,7 +1,8 @@
 """Forms public Keras scripts take, in one script of our own: pairs drawn with Python's `random` (unseeded, as
-keras.io's siamese example draws them), a model of two inputs fed a list of two arrays, int32 labels, and three
+keras.io's siamese example draws them), a model of two inputs fed a list of two arrays, int32 labels, and four
 fit calls: a teacher, then a distiller in keras.io's form (its own compile and train_step, Keras's loss objects),
-then the student fine-tuned alone.
+then the student fine-tuned alone; last, a subclassed model of two outputs with its own train_step and metrics,
+compiled with no loss (its loss objects are its own).
 """
 import os
 import random
@@ -76,3 +77,41 @@ student.compile(optimizer=keras.optimizers.SGD(0.05),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
 student.fit([left, right], same, epochs=1, batch_size=32)
 print("student accuracy", student.evaluate([left, right], same, verbose=0)[1])
+
+
+class TwoHeads(keras.Model):
+    """The digit and its parity from one body; the loss is the step's own, no compiled loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = keras.layers.Dense(32, activation="relu")
+        self.digit = keras.layers.Dense(10)
+        self.parity = keras.layers.Dense(1)
+        self.digit_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.parity_loss = keras.losses.BinaryCrossentropy(from_logits=True)
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.accuracy = keras.metrics.SparseCategoricalAccuracy(name="digit_accuracy")
+
+    def call(self, x):
+        hidden = self.body(x)
+        return self.digit(hidden), self.parity(hidden)
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.accuracy]
+
+    def train_step(self, data):
+        x, (digit, parity) = data
+        with tf.GradientTape() as tape:
+            digit_logits, parity_logits = self(x, training=True)
+            loss = self.digit_loss(digit, digit_logits) + 0.5 * self.parity_loss(parity, parity_logits)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        self.loss_tracker.update_state(loss)
+        self.accuracy.update_state(digit, digit_logits)
+        return {m.name: m.result() for m in self.metrics}
+
+
+two_heads = TwoHeads()
+two_heads.compile(optimizer=keras.optimizers.Adam(0.01))
+two_heads.fit(x_all, (labels, (labels % 2).astype("float32")[:, None]), epochs=1, batch_size=32)
