@@ -106,7 +106,7 @@ class TwoHeads(keras.Model):
             digit_logits, parity_logits = self(x, training=True)
             loss = self.digit_loss(digit, digit_logits) + 0.5 * self.parity_loss(parity, parity_logits)
         gradients = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))  # noqa: B905
         self.loss_tracker.update_state(loss)
         self.accuracy.update_state(digit, digit_logits)
         return {m.name: m.result() for m in self.metrics}
