@@ -1,7 +1,8 @@
 """`make bench`: wall times of the CLI paths, `submit --dry-run` against a bare boto3 client, the installed
 size of `pip install smtrain` at git's HEAD and in the working tree, secret masking at scale, the spec fuzz
 suite's count and time, the entrypoint's training figures, the wrap's overhead, the training throughput
-of six ways to train one model and the time of `smtrain check` on the digits demo, in one run.
+of six ways to train one model, the wrapped script against a hand loop on each layout and the time of
+`smtrain check` on the digits demo, in one run.
 
 Figures go to a JSON file (default bench/results.json) with the machine they were taken on.
 """
@@ -180,6 +181,15 @@ def throughput_figures() -> dict[str, object]:
     return figures
 
 
+def loop_figures() -> dict[str, object]:
+    """The unchanged script under the wrap against a hand loop, per layout (bench/loop_bench.py)."""
+    out = ROOT / "bench" / "results-loop.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "loop_bench.py"), "--out", str(out)], cwd=ROOT, check=True)
+    figures = json.loads(out.read_text())
+    out.unlink()
+    return figures
+
+
 def check_figures() -> dict[str, object]:
     """`smtrain check configs/local-demo.yaml -o json` once: wall and per-run seconds, verdict (bench/check_bench.py)."""
     from check_bench import check_figures as figures  # bench/ is sys.path[0] when run.py runs as a script
@@ -245,6 +255,9 @@ def main() -> None:
     parser.add_argument("--only-throughput", action="store_true",
                         help="only the training throughput (bench/throughput_bench.py), merged into the existing "
                              "--out file")
+    parser.add_argument("--only-loop", action="store_true",
+                        help="only the wrapped script against a hand loop per layout (bench/loop_bench.py), merged "
+                             "into the existing --out file")
     parser.add_argument("--only-check", action="store_true",
                         help="only `smtrain check` on the digits demo (bench/check_bench.py), merged into the "
                              "existing --out file")
@@ -254,6 +267,7 @@ def main() -> None:
         (args.only_throughput, "training_throughput", throughput_figures), (args.only_wrap, "wrap_overhead", wrap_figures),
         (args.only_masking, "secret_masking", masking_figures), (args.only_fuzz, "spec_fuzz", fuzz_figures),
         (args.only_big_script, "big_script", big_script_figures), (args.only_check, "check_digits_demo", check_figures),
+        (args.only_loop, "loop_against_hand_loop", loop_figures),
         (args.only_dry_run, "dry_run_against_boto3", lambda: dry_run_against_boto3(args.repeat)),
         (args.only_install_size, "install_size", lambda: install_size_figures(args.before))) if flag]
     if only:
@@ -282,6 +296,7 @@ def main() -> None:
         out.unlink()
         results["wrap_overhead"] = wrap_figures()
         results["training_throughput"] = throughput_figures()
+        results["loop_against_hand_loop"] = loop_figures()
         results["check_digits_demo"] = check_figures()
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
