@@ -112,6 +112,7 @@ def hand_loop(epochs: int) -> None:
     with strategy.scope():
         model = _model(keras)
         optimizer = keras.optimizers.Adam(0.001)
+        optimizer.build(model.trainable_variables)  # built lazily inside a replica's step it fails under a strategy
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)  # scaled for the replicas by Keras
 
     def step(xb: Any, yb: Any) -> Any:
