@@ -71,7 +71,8 @@ def read_run(directory: Path) -> RunRecord | None:
             steps.append(StepRecord(loss=_step_loss(losses), inference_loss=math.nan,
                                     examples=sum(len(r) for r in replicas), learning_rate=first["learning_rate"],
                                     replicas=replicas, weights_relative=first.get("weights_relative"),
-                                    call=int(first.get("call") or 1), terms=_summed(terms)))
+                                    call=int(first.get("call") or 1),
+                                    terms=_summed(terms) if len(terms) == len(replicas) else None))
             continue
         steps.append(StepRecord(loss=float(first["loss"]), inference_loss=float(first["inference_loss"]),
                                 examples=int(round(first["examples"])), learning_rate=first["learning_rate"],

@@ -218,10 +218,12 @@ def _rate_cause(one: RunRecord, planned: RunRecord, spec_scaling: str | None) ->
 
 
 def _term_ratios(one: RunRecord, planned: RunRecord) -> list[tuple[str, float]]:
-    """Each loss term's replicas' sum over one device's value, at the first step of each fit call (where the runs
-    start from the same weights), named by where the script made it."""
+    """Each loss term's replicas' sum over one device's value, at the first step of each model's first fit call
+    (where the runs start from the same weights), named by where the script made it."""
     found: list[tuple[str, float]] = []
     for mine_call, their_call in zip(planned.calls, one.calls):  # noqa: B905 - the calls both made
+        if not mine_call.get("same_start", True):
+            continue  # a model's later call starts from its own weights, which may part already
         places = list(mine_call.get("terms") or ())
         if not places or places != list(their_call.get("terms") or ()):
             continue
@@ -274,8 +276,8 @@ def _scaling_cause(one: RunRecord, planned: RunRecord) -> Cause | None:
         places = "; ".join(twice)
         said.append(f"the loss term{'s' if len(twice) > 1 else ''} made at {places} add{'' if len(twice) > 1 else 's'} "
                     f"up over the {replicas} replicas to 1/{replicas} of one device's: scaled for the replicas twice")
-        fixes.append("divide by num_replicas_in_sync once: self.compute_loss and a loss object's call are already "
-                     "scaled by Keras, so leave out the script's own division for them")
+        fixes.append("divide by num_replicas_in_sync once: self.compute_loss (and under Keras 3 a loss object's "
+                     "call) is already scaled by Keras, so leave out the script's own division for it")
     counts = {"replicas": replicas,
               "terms": [{"at": where, "ratio": ratio} for where, ratio in {**whole, **twice}.items()]}
     return Cause("loss_scaling", "loss scaling: " + "; and ".join(said), "; ".join(fixes), counts)

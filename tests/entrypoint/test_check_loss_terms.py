@@ -107,3 +107,39 @@ def test_only_a_target_of_the_graph_being_traced_counts_and_the_tape_is_left_as_
     with tf.GradientTape() as tape:  # outside a capture nothing is kept
         loss = w * 3.0
     assert float(tape.gradient(loss, w)) == 3.0 and len(targets) == 1
+
+
+def test_an_inner_tape_on_inputs_is_no_loss_and_a_scalar_added_per_example_counts_per_example() -> None:
+    import tensorflow as tf
+
+    w = tf.Variable([1.0, 2.0])
+
+    def step() -> None:
+        with tf.GradientTape() as tape:
+            inputs = tf.constant([3.0, 4.0])
+            with tf.GradientTape() as inner:  # WGAN-GP's penalty: a gradient with respect to the inputs
+                inner.watch(inputs)
+                critic = tf.reduce_sum(inputs * w)
+            penalty = tf.reduce_sum(inner.gradient(critic, [inputs])[0])
+            per_example = w * 2.0 + penalty  # a vector loss: the scalar counts once per example
+        tape.gradient(per_example, [w])
+
+    places, values = _traced(step)
+    assert len(places) == 2, places  # the outer tape's two terms; the inner tape's target is not a loss
+    assert values == [6.0, 6.0]  # w * 2 summed (2 + 4); the penalty (1 + 2 = 3) once per example of 2
+
+
+def test_a_sum_of_more_terms_than_the_limit_is_taken_apart_no_further() -> None:
+    import tensorflow as tf
+    from smtrain_tf.check.loss_terms import MAX_TERMS
+
+    w = tf.Variable(1.0)
+    for count, split in ((MAX_TERMS, True), (MAX_TERMS + 1, False)):
+        def step(count: int = count) -> None:
+            with tf.GradientTape() as tape:
+                loss = tf.add_n([w * float(i) for i in range(count)])
+            tape.gradient(loss, [w])
+
+        places, values = _traced(step)
+        assert len(values) == (count if split else 1), (count, values)
+        assert sum(values) == float(sum(range(count)))

@@ -568,3 +568,18 @@ def test_a_seed_generator_of_the_model_s_own_is_named_apart_from_random_layers()
     assert "SeedGenerator ('gan.seed_generator')" in causes[0].says and "same values" in causes[0].says
     assert causes[0].counts == {"seed_generators": [generator]}
     assert "Dropout layer 'dropout'" in causes[1].says and causes[1].counts == {"layers": [dropout]}
+
+
+@pytest.mark.parametrize(("ratio", "named"), [(0.5 * 1.049, True), (0.5 * 1.051, False), (0.5 * 0.951, True),
+                                              (0.5 * 0.949, False)])
+def test_the_scaled_twice_band_at_below_and_past_its_tolerance(ratio: float, named: bool) -> None:
+    reference = _with_terms(_keras(_reference(), [0.0] * 4), [0.8, 0.25], TERMS_AT)
+    verdict = compare(reference, _with_terms(_keras(_split(reference), [0.01] * 4), [0.8 * ratio, 0.25], TERMS_AT))
+    assert [c.kind for c in verdict.causes] == (["loss_scaling"] if named else ["unexplained"]), verdict.causes
+
+
+def test_a_model_s_later_fit_call_which_starts_from_its_own_weights_is_not_set_against_one_device_s() -> None:
+    reference = _with_terms(_keras(_reference(), [0.0] * 4), [0.8, 0.25], TERMS_AT)
+    planned = _with_terms(_keras(_split(reference), [0.01] * 4), [0.8, 0.5], TERMS_AT)
+    later = dataclasses.replace(planned, calls=tuple({**call, "same_start": False} for call in planned.calls))
+    assert [c.kind for c in compare(reference, later).causes] == ["unexplained"]

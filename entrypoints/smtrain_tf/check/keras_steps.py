@@ -75,7 +75,9 @@ class Recorder:
     # Around each fit call -------------------------------------------------------------------------------------
     def begin_call(self, location: str) -> None:
         # The terms' places as last traced (Keras keeps its train function from call to call of one model).
-        self.calls.append({"location": location, "steps": {}, "terms": list(self.term_places)})
+        # same_start: the model's first call starts from the reference's weights; a later one from its own
+        self.calls.append({"location": location, "steps": {}, "terms": list(self.term_places),
+                           "same_start": not self.started})
 
     def before_first_step(self) -> None:
         """Once Keras has built the model: both runs start alike (the reference's weights), random layers off."""
@@ -111,7 +113,10 @@ class Recorder:
         def train_step(data: Any) -> Any:
             with loss_terms.capturing() as targets:
                 logs = original(data)  # the model's own step: what the paid job runs
-            terms = loss_terms.terms(targets, recorder.place)
+            try:
+                terms = loss_terms.terms(targets, recorder.place)
+            except Exception:  # noqa: BLE001 - a graph smtrain cannot take apart: no terms, no scaling cause
+                terms = []
             recorder.term_places = [where for _, where in terms]  # traced once per replica, alike
             recorder.calls[-1]["terms"] = recorder.term_places
             scalars = _scalar_logs(logs)
@@ -186,7 +191,7 @@ class Recorder:
         for number, call in enumerate(self.calls, start=1):
             recorded = [call["steps"][i] for i in sorted(call["steps"])]
             calls.append({"location": call["location"], "first_step": len(steps) + 1, "steps": len(recorded),
-                          "terms": list(call["terms"])})
+                          "terms": list(call["terms"]), "same_start": call.get("same_start", True)})
             for entry in recorded:
                 replicas = sorted(k for k in entry if isinstance(k, int))
                 losses = [entry[r]["losses"] for r in replicas]

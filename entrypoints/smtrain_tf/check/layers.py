@@ -49,13 +49,13 @@ def _is_seed_generator(value: Any) -> bool:
 
 
 def seed_generators(model: Any) -> List[Dict[str, Any]]:
-    """The SeedGenerators the model and its layers (other than the random layers, listed as layers) hold
-    themselves: `{"name": "gan.seed_generator", "class": "SeedGenerator", "seed": 1337}`."""
+    """The SeedGenerators the script's own model and layer classes hold themselves (Keras's layers are left to the
+    random layers' rule): `{"name": "gan.seed_generator", "class": "SeedGenerator", "seed": 1337}`."""
     found, seen = [], set()
     for owner in [model, *_all_layers(model)]:
         name = type(owner).__name__
-        if name in _RANDOM or name.startswith("Random"):
-            continue
+        if type(owner).__module__.startswith("keras"):
+            continue  # Keras's own layers: their draws are the random layers' (an LSTM holds one for its dropout)
         named = {id(v): k for k, v in vars(owner).items() if _is_seed_generator(v)}
         for generator in [*getattr(owner, "_seed_generators", ()), *(v for v in vars(owner).values())]:
             if not _is_seed_generator(generator) or id(generator) in seen:

@@ -17,6 +17,7 @@ that made its op (an op's traceback is kept by TensorFlow while a function is tr
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
@@ -29,6 +30,7 @@ MAX_TERMS = 16  # a loss of more parts is taken apart no further (the rest stay 
 
 Place = Callable[[str, int], Optional[str]]  # a frame's file and line -> `train.py:31`, None if not the script's
 
+_CHECK_PACKAGE = os.path.dirname(os.path.abspath(__file__))  # keras_steps' wrapper: the frames below it are the step's
 _local = threading.local()  # per thread: MirroredStrategy traces each replica's step in a thread of its own
 _installed = False
 
@@ -41,13 +43,22 @@ def _install() -> None:
     _installed = True
     original = tf.GradientTape.gradient
 
-    def gradient(self: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    def gradient(self: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
         found = getattr(_local, "targets", None)
-        if found is not None:
+        if found is not None and _any_variable(sources):  # not an inner tape's (WGAN-GP's penalty: by its inputs)
             found.append(target)
-        return original(self, target, *args, **kwargs)
+        return original(self, target, sources, *args, **kwargs)
 
     tf.GradientTape.gradient = gradient
+
+
+def _any_variable(sources: Any) -> bool:
+    """Whether a tape differentiates with respect to variables (tf.Variable, or Keras 3's Variable over one)."""
+    try:
+        flat = tf.nest.flatten(sources)
+    except (TypeError, ValueError):
+        return False
+    return any(isinstance(s, tf.Variable) or "Variable" in type(s).__name__ for s in flat)
 
 
 @contextlib.contextmanager
@@ -76,8 +87,12 @@ def _parts(tensor: Any) -> List[Any]:
 
 def _where(tensor: Any, place: Place) -> str:
     """The script's innermost frame that made the term (`train.py:31 (train_step)`), and the function of the
-    script's that called it there (a loss function of the script's own, called by its train_step)."""
-    frames = [(place(f.filename, f.lineno), f.name) for f in getattr(tensor.op, "traceback", ())]
+    script's that called it there (a loss function of the script's own, called by its train_step). Only the frames
+    below smtrain's wrapper of the step count: above it are Keras's fit and the script's own call of it, which one
+    device traces in its own thread and MirroredStrategy's replicas in theirs."""
+    traceback = list(getattr(tensor.op, "traceback", None) or ())
+    below = max((i for i, f in enumerate(traceback) if f.filename.startswith(_CHECK_PACKAGE + os.sep)), default=-1)
+    frames = [(place(f.filename, f.lineno), f.name) for f in traceback[below + 1:]]
     inner = next((i for i in range(len(frames) - 1, -1, -1) if frames[i][0] is not None), None)
     if inner is None or frames[inner][1] == "<module>":
         return "Keras's train_step"  # no frame of the script's: Keras's own step (its losses are scaled)
@@ -86,6 +101,16 @@ def _where(tensor: Any, place: Place) -> str:
     if inner > 0 and frames[inner - 1][0] is not None and frames[inner - 1][1] != "<module>":
         said += f", called at {frames[inner - 1][0]} ({frames[inner - 1][1]})"  # called by the script directly
     return said
+
+
+def _value(leaf: Any, root: Any) -> Any:
+    """A term's value as the gradient counts it: summed over the target's shape (a scalar added to a loss per
+    example counts once per example)."""
+    try:
+        leaf = tf.broadcast_to(leaf, tf.shape(root))
+    except (TypeError, ValueError):
+        pass
+    return tf.cast(tf.reduce_sum(leaf), tf.float32)
 
 
 def terms(targets: List[Any], place: Place) -> List[Tuple[Any, str]]:
@@ -102,10 +127,10 @@ def terms(targets: List[Any], place: Place) -> List[Tuple[Any, str]]:
             pending, leaves = [tensor], []
             while pending:
                 current = pending.pop(0)
-                parts = _parts(current) if len(leaves) + len(pending) < MAX_TERMS else []
-                if parts:
+                parts = _parts(current)
+                if parts and len(leaves) + len(pending) + len(parts) <= MAX_TERMS:
                     pending[:0] = parts  # in the order written
                 else:
                     leaves.append(current)
-            found += [(tf.cast(tf.reduce_sum(leaf), tf.float32), _where(leaf, place)) for leaf in leaves]
+            found += [(_value(leaf, tensor), _where(leaf, place)) for leaf in leaves]
     return found

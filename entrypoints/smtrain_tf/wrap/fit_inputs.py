@@ -32,10 +32,12 @@ def bind(original: Callable[..., Any], model: Any, args: Sequence[Any], kwargs: 
 def script_place(filename: str, line: int, script_dir: str) -> Optional[str]:
     """`train.py:31` for a line of the job's code, relative to the script's directory (a notebook's script:
     `train.ipynb, cell 3, line 2`); None for a file outside it, or smtrain_tf's own."""
+    if filename.startswith(_OURS + os.sep):
+        return None
     in_notebook = notebook_lines.where(filename, line)  # a notebook's script: its cell and line
     if in_notebook is not None:
         return in_notebook
-    if not filename.startswith(script_dir + os.sep) or filename.startswith(_OURS + os.sep):
+    if not filename.startswith(script_dir + os.sep):
         return None
     return f"{os.path.relpath(filename, script_dir)}:{line}"
 
