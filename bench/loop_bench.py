@@ -37,7 +37,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput_bench import WRAP, _env, _fields, _free_ports  # noqa: E402 - bench/ beside this file
+import wrap_bench  # noqa: E402 - bench/ beside this file
+from throughput_bench import WRAP, _env, _fields, _free_ports  # noqa: E402
 
 EXAMPLES = 32_000
 BATCH = 32
@@ -45,17 +46,10 @@ STEPS_PER_CALL = 20
 LAYOUTS = ("one_device", "mirrored_2_replicas", "multi_worker_mirrored_2_hosts")
 
 
-def write_data(directory: Path) -> Path:
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    x = (digits.data / 16.0).astype(np.float32)
-    rng = np.random.default_rng(0)
-    index = rng.integers(0, len(x), EXAMPLES)
-    noisy = np.clip(x[index] + rng.normal(0, 0.05, (EXAMPLES, 64)).astype(np.float32), 0, 1)
-    directory.mkdir(parents=True, exist_ok=True)
-    np.savez(directory / "data.npz", x=noisy, y=digits.target[index].astype(np.int64))
-    return directory
+def write_data(work: Path) -> Path:
+    """The train channel: wrap_bench's digits, tiled to EXAMPLES."""
+    wrap_bench.write_data(work, EXAMPLES)
+    return work / "train"
 
 
 def _model(keras: Any) -> Any:
@@ -183,7 +177,7 @@ def bench(rounds: int, epochs: int, layouts: tuple[str, ...] = LAYOUTS) -> dict[
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        data = write_data(work / "train")
+        data = write_data(work)
         for layout in layouts:
             rates: dict[str, list[float]] = {"wrapped": [], "hand_loop": []}
             for number in range(rounds):

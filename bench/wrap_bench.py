@@ -62,14 +62,16 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def write_data(directory: Path) -> None:
+def write_data(directory: Path, examples: int = EXAMPLES) -> None:
+    """directory/train/data.npz: the digits tiled with small noise to `examples` examples (bench/loop_bench.py's
+    too)."""
     from sklearn.datasets import load_digits
 
     digits = load_digits()
     x = (digits.data / 16.0).astype(np.float32)
     rng = np.random.default_rng(0)
-    index = rng.integers(0, len(x), EXAMPLES)
-    noisy = np.clip(x[index] + rng.normal(0, 0.05, (EXAMPLES, 64)).astype(np.float32), 0, 1)
+    index = rng.integers(0, len(x), examples)
+    noisy = np.clip(x[index] + rng.normal(0, 0.05, (examples, 64)).astype(np.float32), 0, 1)
     (directory / "train").mkdir(parents=True)
     np.savez(directory / "train" / "data.npz", x=noisy, y=digits.target[index].astype(np.int64))
 
