@@ -24,6 +24,10 @@ Map:
                        check` too (the model's own steps recorded: check/keras_steps.py)
     keras_repairs.py   Keras 3's trainer repaired where it fails under MultiWorkerMirrored and several replicas
                        (keras-team/keras#20585, #19246): its own steps, callbacks and logs otherwise
+    iterator_release.py  Keras 3's per-epoch data iterators deleted by a thread of their own, not between
+                       two epochs of training
+    endless_arrays.py  Keras 3's array input under several replicas repeated where its epoch count is all of it,
+                       so TensorFlow skips its per-step check that every replica still has data
     fit_tuning.py      Keras's fit runs several steps per call (steps_per_execution) when nothing the script
                        wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
     check_rest.py      during `smtrain check` the script runs to its end, each fit, evaluate and predict cut

@@ -22,8 +22,8 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    fails at its first call ("You must feed a value for placeholder tensor", keras-team/keras#19246,
    seen with Keras 3.15 under MirroredStrategy on 2 CPU replicas and MultiWorkerMirrored on 2 hosts).
    The steps run in a loop of this module's inside one tf.function: each is Keras's own step
-   (`strategy.run` of the model's `train_step`/`test_step`, logs reduced as Keras reduces them), and the
-   loop ends when the data does, as Keras's does. The step is traced inline (a nested tf.function
+   (`strategy.run` of the model's `train_step`/`test_step`), the last step's logs reduced as Keras reduces
+   a step's, and the loop ends when the data does, as Keras's does. The step is traced inline (a nested tf.function
    brings the failure back), so XLA (`jit_compile`) is not applied to such calls.
 4. A model with no call() of its own (keras.io's GAN: a train_step over its generator and discriminator)
    cannot be built symbolically, which Keras attempts under a strategy only ("Unable to automatically build
@@ -183,13 +183,15 @@ def _repair_reduction(trainer: Any) -> None:
 
 
 def _several_steps(model: Any, step_function: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
-    """One tf.function running up to `steps_per_execution` of Keras's steps; the logs of the last one."""
+    """One tf.function running up to `steps_per_execution` of Keras's steps; the logs of the last one, reduced as
+    Keras reduces a step's. Only the last step's are reduced: under MultiWorkerMirrored each reduction is a collective
+    across the workers, one per log, which cost as much as the step itself on the loop bench."""
     steps = int(model.steps_per_execution)
+    strategy = model.distribute_strategy
     convert = getattr(model, "_autoconvert_optionals", None)
 
     def one_step(data: Any) -> Any:
-        outputs = model.distribute_strategy.run(step_function, args=(data,))
-        return trainer.reduce_per_replica(outputs, model.distribute_strategy, reduction="auto")
+        return strategy.run(step_function, args=(data,))
 
     if convert is not None:
         one_step = convert(one_step)
@@ -201,7 +203,7 @@ def _several_steps(model: Any, step_function: Callable[..., Any], trainer: Any) 
             if not following.has_value():
                 break
             outputs = one_step(following.get_value())
-        return outputs
+        return trainer.reduce_per_replica(outputs, strategy, reduction="auto")
 
     return tf.function(several, reduce_retracing=True)
 

@@ -11,7 +11,8 @@ from typing import Any, List
 from ..check import settings as check_settings
 from ..distribute.choice import DEFAULT
 from ..keras_support.keras_compat import keras as tf_keras
-from . import check_rest, devices_guard, keras_fit, keras_repairs, learning_rate, own_strategy, saving
+from . import (check_rest, devices_guard, endless_arrays, iterator_release, keras_fit, keras_repairs, learning_rate,
+               own_strategy, saving)
 from .context import WrapContext
 
 
@@ -29,6 +30,8 @@ def keras_handles() -> List[Any]:
 def install(ctx: WrapContext) -> None:
     if ctx.replicas > 1 or ctx.kind != DEFAULT:
         keras_repairs.install()
+        endless_arrays.install()
+    iterator_release.install()  # every layout: one device's epochs pay for the deletions too
     redirect = saving.new_redirect()
     patched: List[Any] = []
     for keras in keras_handles():

@@ -1,0 +1,122 @@
+"""wrap/iterator_release.py and wrap/endless_arrays.py: Keras's per-epoch iterators deleted on the release thread, and
+arrays made endless where Keras's epoch count is all of them; the same batches, so the same weights."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from .conftest import ENTRYPOINTS
+
+# In a process of its own: the patches are on Keras's class, for the rest of the process.
+PROGRAM = r"""
+import json, sys, threading, time, weakref
+sys.path.insert(0, sys.argv[1])
+import numpy as np, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from smtrain_tf.wrap import endless_arrays, iterator_release, keras_repairs
+
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])  # Keras's iterators are MultiDeviceIterators
+keras_repairs.install()  # several steps per call on several replicas, as the wrap runs them
+rng = np.random.default_rng(0)
+x, y = rng.normal(size=(96, 4)).astype("float32"), rng.integers(0, 3, 96)
+
+def trained(examples):
+    keras.utils.set_random_seed(7)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(3)])
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=3)
+    # 96 examples in global batches of 16: 6 batches, 2 whole calls of 3; shuffled each epoch, as Keras does.
+    model.fit(x[:examples], y[:examples], batch_size=16, epochs=3, verbose=0)
+    return [w.copy() for w in model.get_weights()]
+
+before = trained(96)
+deleted_on, checks_data = [], []
+held = iterator_release.hold
+def recording(iterator):
+    checks_data.append(bool(iterator._enable_get_next_as_optional))
+    weakref.finalize(iterator, lambda: deleted_on.append(threading.current_thread().name))
+    return held(iterator)
+iterator_release.hold = recording
+installed = [iterator_release.install(), endless_arrays.install()]
+after = trained(96)
+made = len(checks_data)
+deadline = time.monotonic() + 60
+while len(deleted_on) < made and time.monotonic() < deadline:
+    time.sleep(0.05)
+first_deleted = list(deleted_on)
+partial = trained(88)  # a partial last batch (88 = 5 x 16 + 8): left finite
+print(json.dumps({"partial_finite": bool(np.isfinite(np.concatenate([w.ravel() for w in partial])).all()),
+                  "installed": installed, "again": [iterator_release.install(), endless_arrays.install()],
+                  "made": made, "deleted_on": first_deleted, "checks_data": checks_data,
+                  "checks_data_partial": checks_data[made:], "made_partial": len(checks_data) - made,
+                  "weights_apart": max(float(np.abs(a - b).max()) for a, b in zip(before, after))}))
+"""
+
+
+def test_keras_s_epoch_iterators_are_deleted_on_the_release_thread_endless_and_train_the_same_weights() -> None:
+    done = subprocess.run([sys.executable, "-c", PROGRAM, ENTRYPOINTS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["installed"] == [True, True] and found["again"] == [True, True]
+    # Keras makes one as the first epoch begins and one as each ends (epoch_iterator.py), which the next epoch keeps
+    # for endless arrays: 4 for 3 epochs (6 for finite data; the model is built from zeros: keras_repairs.py).
+    assert found["made"] == 4, found
+    # Every one deleted, each by the release thread, none by fit's loop (the main thread).
+    assert found["deleted_on"] == ["smtrain-iterator-release"] * 4, found
+    # Endless: TensorFlow's per-step check that every replica has data is off; with a partial batch it stays on.
+    assert found["checks_data"][:4] == [False] * 4, found
+    assert found["made_partial"] == 6 and all(found["checks_data_partial"]) and found["partial_finite"], found
+    assert found["weights_apart"] == 0.0, found  # the same batches in the same order: the same weights, exactly
+
+
+class _Strategy:
+    def __init__(self, replicas: int) -> None:
+        self.num_replicas_in_sync = replicas
+
+
+def _epoch_iterator(examples: int, batch: int, replicas: int = 2, steps_per_execution: int = 1,
+                    steps_per_epoch: Any = None, data: Any = None) -> Any:
+    import tensorflow as tf
+    from keras.src.backend.tensorflow.trainer import TFEpochIterator
+
+    x = np.zeros((examples, 2), np.float32)
+    iterator = TFEpochIterator(x=x if data is None else data, y=None if data is not None else x[:, 0], batch_size=batch,
+                               steps_per_epoch=steps_per_epoch, distribute_strategy=tf.distribute.get_strategy(),
+                               steps_per_execution=steps_per_execution)
+    iterator._distribute_strategy = _Strategy(replicas)  # endless() reads the replica count only
+    return iterator
+
+
+@pytest.mark.parametrize(("examples", "batch", "steps_per_execution", "expected"), [
+    (96, 16, 3, True),    # 6 batches, 2 whole calls
+    (96, 16, 6, True),    # 6 batches, 1 call: at the count
+    (96, 16, 4, False),   # 6 batches in calls of 4: the second call would run past the epoch
+    (96, 16, 12, False),  # past the count
+    (95, 16, 1, False),   # a partial last batch of 15
+    (97, 16, 1, False),   # a partial last batch of 1
+    (16, 16, 1, True),    # one whole batch
+])
+def test_arrays_are_endless_only_where_the_epoch_is_whole_batches_and_whole_calls(
+        examples: int, batch: int, steps_per_execution: int, expected: bool) -> None:
+    from smtrain_tf.wrap import endless_arrays
+
+    assert endless_arrays.endless(_epoch_iterator(examples, batch, steps_per_execution=steps_per_execution)) is expected
+
+
+def test_arrays_stay_finite_with_steps_per_epoch_one_replica_or_a_dataset() -> None:
+    import tensorflow as tf
+    from smtrain_tf.wrap import endless_arrays
+
+    assert endless_arrays.endless(_epoch_iterator(96, 16)) is True
+    assert endless_arrays.endless(_epoch_iterator(96, 16, steps_per_epoch=6)) is False  # Keras keeps one iterator
+    assert endless_arrays.endless(_epoch_iterator(96, 16, replicas=1)) is False
+    dataset = tf.data.Dataset.from_tensor_slices((np.zeros((96, 2), np.float32), np.zeros(96))).batch(16)
+    assert endless_arrays.endless(_epoch_iterator(96, 16, data=dataset)) is False  # the script's own data
