@@ -1,5 +1,6 @@
 """wrap/iterator_release.py and wrap/endless_arrays.py: Keras's per-epoch iterators deleted on the release thread, and
-arrays made endless where Keras's epoch count is all of them; the same batches, so the same weights."""
+arrays made endless where Keras's epoch count is all of them; the same batches, so the same weights. And
+wrap/keras_repairs.py's several steps per call run each replica's steps in order, side effects included."""
 
 from __future__ import annotations
 
@@ -53,18 +54,46 @@ while len(deleted_on) < made and time.monotonic() < deadline:
     time.sleep(0.05)
 first_deleted = list(deleted_on)
 partial = trained(88)  # a partial last batch (88 = 5 x 16 + 8): left finite
-print(json.dumps({"partial_finite": bool(np.isfinite(np.concatenate([w.ravel() for w in partial])).all()),
+checks_data_partial = checks_data[made:]
+
+# A step with a side effect (a tf.py_function, as smtrain check's recorder): the first step of each call slow.
+order = []
+class Recording(keras.Model):
+    def train_step(self, data):
+        logs = super().train_step(data)
+        def seen(replica, first):
+            if int(first) % 32 < 8:  # the first step of a call of 4 steps of 8 examples: replica 0's 0, replica 1's 4
+                time.sleep(0.3)
+            order.append((int(replica), int(first)))
+            return 0
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        done = tf.py_function(seen, [replica, tf.cast(data[0][0, 0], tf.int32)], tf.int32)
+        with tf.control_dependencies([done]):
+            return tf.nest.map_structure(tf.identity, logs)
+
+with strategy.scope():
+    inputs = keras.Input((2,))
+    recording = Recording(inputs, keras.layers.Dense(1)(inputs))
+    recording.compile(keras.optimizers.SGD(1e-6), "mse", steps_per_execution=4)
+numbered = np.stack([np.arange(64), np.zeros(64)], axis=1).astype("float32")  # each example's number, first
+recording.fit(numbered, np.zeros(64, "float32"), batch_size=8, epochs=1, shuffle=False, verbose=0)
+print(json.dumps({"order": order,"partial_finite": bool(np.isfinite(np.concatenate([w.ravel() for w in partial])).all()),
                   "installed": installed, "again": [iterator_release.install(), endless_arrays.install()],
                   "made": made, "deleted_on": first_deleted, "checks_data": checks_data,
-                  "checks_data_partial": checks_data[made:], "made_partial": len(checks_data) - made,
+                  "checks_data_partial": checks_data_partial, "made_partial": len(checks_data_partial),
                   "weights_apart": max(float(np.abs(a - b).max()) for a, b in zip(before, after))}))
 """
 
 
-def test_keras_s_epoch_iterators_are_deleted_on_the_release_thread_endless_and_train_the_same_weights() -> None:
+@pytest.fixture(scope="module")
+def found() -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", PROGRAM, ENTRYPOINTS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_keras_s_epoch_iterators_are_deleted_on_the_release_thread_endless_and_train_the_same_weights(
+        found: dict[str, Any]) -> None:
     assert found["installed"] == [True, True] and found["again"] == [True, True]
     # Keras makes one as the first epoch begins and one as each ends (epoch_iterator.py), which the next epoch keeps
     # for endless arrays: 4 for 3 epochs (6 for finite data; the model is built from zeros: keras_repairs.py).
@@ -75,6 +104,13 @@ def test_keras_s_epoch_iterators_are_deleted_on_the_release_thread_endless_and_t
     assert found["checks_data"][:4] == [False] * 4, found
     assert found["made_partial"] == 6 and all(found["checks_data_partial"]) and found["partial_finite"], found
     assert found["weights_apart"] == 0.0, found  # the same batches in the same order: the same weights, exactly
+
+
+def test_several_steps_per_call_run_each_replicas_steps_in_order(found: dict[str, Any]) -> None:
+    # 8 steps in 2 calls of 4 on 2 replicas; each call's first step is slow to end its side effect, which the call's
+    # later steps wait for (TensorFlow alone would start them: their own inputs are there).
+    for replica, firsts in ((0, list(range(0, 64, 8))), (1, list(range(4, 64, 8)))):
+        assert [first for seen_by, first in found["order"] if seen_by == replica] == firsts, found["order"]
 
 
 class _Strategy:
