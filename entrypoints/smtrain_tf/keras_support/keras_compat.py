@@ -6,7 +6,7 @@ Only the differences this program meets are bridged here (loss scaling, optimize
 from __future__ import annotations
 
 import os
-from typing import Any, List
+from typing import Any, Callable, List
 
 # Keras 3 can run on other backends; this program needs TensorFlow's.
 os.environ["KERAS_BACKEND"] = "tensorflow"
@@ -77,3 +77,16 @@ def unscale_gradients(optimizer: Any, gradients: List[Any]) -> List[Any]:
     if hasattr(optimizer, "get_unscaled_gradients"):
         return optimizer.get_unscaled_gradients(gradients)
     return gradients
+
+
+def patch_epoch_iterator(marker: str, apply: Callable[[type], None]) -> bool:
+    """Run `apply` on Keras 3's TensorFlow epoch iterator class once per process (`marker`, an attribute set on the
+    class, says it ran); False where there is none (Keras 2 and tf_keras)."""
+    try:
+        from keras.src.backend.tensorflow.trainer import TFEpochIterator
+    except ImportError:
+        return False
+    if not getattr(TFEpochIterator, marker, False):
+        apply(TFEpochIterator)
+        setattr(TFEpochIterator, marker, True)
+    return True

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..keras_support.keras_compat import patch_epoch_iterator
+
 _INSTALLED = "_smtrain_endless_arrays"
 
 
@@ -40,13 +42,11 @@ def endless(epoch_iterator: Any) -> bool:
 
 def install() -> bool:
     """Patch Keras 3's TensorFlow epoch iterator (once per process); False where there is none (Keras 2)."""
-    try:
-        from keras.src.backend.tensorflow.trainer import TFEpochIterator
-    except ImportError:
-        return False
-    if getattr(TFEpochIterator, _INSTALLED, False):
-        return True
-    original = TFEpochIterator.__init__
+    return patch_epoch_iterator(_INSTALLED, _patch)
+
+
+def _patch(iterator_class: Any) -> None:
+    original = iterator_class.__init__
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
@@ -57,6 +57,4 @@ def install() -> bool:
             # another as the next begins; with the count as steps_per_epoch it keeps the first (one fewer per epoch).
             self.steps_per_epoch = self._num_batches
 
-    TFEpochIterator.__init__ = __init__
-    setattr(TFEpochIterator, _INSTALLED, True)
-    return True
+    iterator_class.__init__ = __init__

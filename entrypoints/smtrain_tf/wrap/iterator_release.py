@@ -22,6 +22,8 @@ import sys
 import threading
 from typing import Any, List, Optional
 
+from ..keras_support.keras_compat import patch_epoch_iterator
+
 _INSTALLED = "_smtrain_releases_iterators"
 _POLL_S = 0.05  # how soon an iterator is deleted after its last use (it still holds its prefetched batches)
 # At the interpreter's exit the thread lets go of all it holds and ends before Python finalizes: a daemon thread
@@ -90,17 +92,13 @@ class _Held:
 
 def install() -> bool:
     """Patch Keras 3's TensorFlow epoch iterator (once per process); False where there is none (Keras 2)."""
-    try:
-        from keras.src.backend.tensorflow.trainer import TFEpochIterator
-    except ImportError:
-        return False
-    if getattr(TFEpochIterator, _INSTALLED, False):
-        return True
-    original = TFEpochIterator._get_iterator
+    return patch_epoch_iterator(_INSTALLED, _patch)
+
+
+def _patch(iterator_class: Any) -> None:
+    original = iterator_class._get_iterator
 
     def _get_iterator(self: Any) -> Any:
         return _Held(original(self))
 
-    TFEpochIterator._get_iterator = _get_iterator
-    setattr(TFEpochIterator, _INSTALLED, True)
-    return True
+    iterator_class._get_iterator = _get_iterator
