@@ -34,7 +34,10 @@ WRAP_PROGRAM = "smtrain_wrap.py"
 BUNDLED, OWN, WRAPPED = "bundled", "own", "wrapped"
 
 # Training fields an own script still gets, through the environment: kind -> fields.
-_APPLIES_TO = {OWN: ("gradient_accumulation_steps",), WRAPPED: ("gradient_accumulation_steps", "lr_scaling")}
+# training.seed: the wrap seeds every worker's generators with it (smtrain_tf/distribute/seeding.py), smtrain_tf.fit
+# shuffles with it, and `smtrain check` seeds both its runs with it: the paid run must get it too.
+_APPLIES_TO = {OWN: ("gradient_accumulation_steps", "seed"),
+               WRAPPED: ("gradient_accumulation_steps", "lr_scaling", "seed")}
 
 
 def kind(spec: Spec) -> str:
@@ -115,6 +118,9 @@ def smtrain_variables(spec: Spec, image_uri: str | None = None, version: str | N
         settings = tracking.settings(spec, image_uri, version or _version(), base_dir)
         if settings is not None:
             found.append(Variable(tracking.SETTINGS, settings, ("tracking", "mlflow")))
+    if what != BUNDLED and training.seed is not None:
+        # The bundled entrypoint gets it as a hyperparameter instead; a script's own seed calls still win.
+        found.append(Variable("SMTRAIN_SEED", str(training.seed), ("training", "seed")))
     if what != BUNDLED and training.gradient_accumulation_steps is not None:
         # The bundled entrypoint gets it as a hyperparameter instead.
         found.append(Variable("SMTRAIN_GRADIENT_ACCUMULATION_STEPS", str(training.gradient_accumulation_steps),

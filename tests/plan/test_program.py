@@ -101,6 +101,18 @@ def test_no_warning_for_training_fields_left_at_their_defaults(tmp_path):
     assert plan_for(tmp_path, {**WRAPPED, "training": {"lr_scaling": "linear"}}).warnings == []
 
 
+def test_training_seed_reaches_wrapped_and_own_scripts_as_smtrain_seed(tmp_path):
+    # The wrap seeds every worker with it, smtrain_tf.fit shuffles with it, and check seeds its runs with it.
+    for code in (WRAPPED, OWN):
+        plan = plan_for(tmp_path, {**code, "training": {"seed": 0}})
+        assert plan.warnings == [] and plan.smtrain_environment["SMTRAIN_SEED"] == "0", plan.smtrain_environment
+        assert "seed" not in plan.hyperparameters
+    # Unset: no variable (the container's default, 42); the bundled entrypoint gets it as a hyperparameter.
+    assert "SMTRAIN_SEED" not in plan_for(tmp_path, WRAPPED).environment
+    bundled = plan_for(tmp_path, {"training": {"seed": 7}})
+    assert bundled.hyperparameters["seed"] == 7 and "SMTRAIN_SEED" not in bundled.environment
+
+
 def test_lr_scaling_applies_to_wrapped_scripts_only(tmp_path):
     [warning] = plan_for(tmp_path, {**OWN, "training": {"lr_scaling": "linear"}}).warnings
     assert warning.path == ("training", "lr_scaling") and "wrapped scripts (code.wrap) only" in warning.message
