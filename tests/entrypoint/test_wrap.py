@@ -630,3 +630,26 @@ def test_the_wrap_seeds_every_worker_alike_where_there_are_several_and_in_a_chec
         assert (random.random(), float(np.random.rand()), float(tf.random.uniform([]))) == drawn
     assert said[-1].startswith("wrap: every worker's random generators (Python's random, NumPy's, TensorFlow's) "
                                "start from seed 7")
+
+
+def test_text_files_listed_without_a_seed_come_in_one_order_on_every_seeded_worker(tmp_path: Path) -> None:
+    """keras.utils.text_dataset_from_directory without a seed (keras.io's text classification) draws one from NumPy's
+    global generator for its file order and its shuffle: each worker the wrap seeds alike reads the files alike."""
+    import keras
+    from smtrain_tf.distribute.seeding import seed_the_workers
+
+    for label in ("neg", "pos"):
+        (tmp_path / label).mkdir()
+        for i in range(12):
+            (tmp_path / label / f"{i}.txt").write_text(f"{label} review {i}")
+
+    def read() -> list[bytes]:
+        dataset = keras.utils.text_dataset_from_directory(str(tmp_path), batch_size=8, verbose=False)
+        return [text for texts, _ in dataset for text in texts.numpy().tolist()]
+
+    orders = []
+    for _ in range(2):  # two workers, each seeded by the wrap's rule before the script runs
+        seed_the_workers(42, 2, False, lambda line: None)
+        orders.append(read())
+    assert orders[0] == orders[1] and len(orders[0]) == 24
+    assert read() != orders[0]  # unseeded (NumPy's generator where it was left): another order, as on another host
