@@ -1,6 +1,7 @@
 """wrap/iterator_release.py and wrap/endless_arrays.py: Keras's per-epoch iterators deleted on the release thread, and
 arrays made endless where Keras's epoch count is all of them; the same batches, so the same weights. And
-wrap/keras_repairs.py's several steps per call run each replica's steps in order, side effects included."""
+wrap/keras_repairs.py's repairs on 2 replicas: several steps per call run each replica's steps in order, side effects
+included, and an optimizer's own gradient accumulation trains as one device on the whole batch."""
 
 from __future__ import annotations
 
@@ -77,7 +78,28 @@ with strategy.scope():
     recording.compile(keras.optimizers.SGD(1e-6), "mse", steps_per_execution=4)
 numbered = np.stack([np.arange(64), np.zeros(64)], axis=1).astype("float32")  # each example's number, first
 recording.fit(numbered, np.zeros(64, "float32"), batch_size=8, epochs=1, shuffle=False, verbose=0)
-print(json.dumps({"order": order,"partial_finite": bool(np.isfinite(np.concatenate([w.ravel() for w in partial])).all()),
+
+# Keras 3's own gradient accumulation (keras_repairs.py's fifth repair) on 2 replicas, against one device taking the
+# whole batch at once.
+def accumulated(on, k, batch, steps):
+    keras.utils.set_random_seed(1)
+    with on.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(3)])
+        options = {"gradient_accumulation_steps": k} if k > 1 else {}
+        model.compile(keras.optimizers.AdamW(0.01, weight_decay=0.01, clipnorm=1.0, **options),
+                      keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=steps)
+    model.fit(x, y, batch_size=batch, epochs=2, shuffle=False, verbose=0)
+    return model.get_weights(), int(model.optimizer.iterations.numpy())
+
+iterator_release.hold = held  # the iterators are counted above
+whole, whole_updates = accumulated(tf.distribute.get_strategy(), 1, 32, 1)
+accumulation = []
+for steps in (1, 3):  # one step per call, and several (keras_repairs.py's own loop)
+    weights, updates = accumulated(strategy, 2, 16, steps)
+    accumulation.append({"steps": steps, "updates": updates, "whole_updates": whole_updates,
+                         "apart": max(float(np.abs(a - b).max()) for a, b in zip(weights, whole))})
+print(json.dumps({"order": order, "accumulation": accumulation,
+                  "partial_finite": bool(np.isfinite(np.concatenate([w.ravel() for w in partial])).all()),
                   "installed": installed, "again": [iterator_release.install(), endless_arrays.install()],
                   "made": made, "deleted_on": first_deleted, "checks_data": checks_data,
                   "checks_data_partial": checks_data_partial, "made_partial": len(checks_data_partial),
@@ -156,3 +178,11 @@ def test_arrays_stay_finite_with_steps_per_epoch_one_replica_or_a_dataset() -> N
     assert endless_arrays.endless(_epoch_iterator(96, 16, replicas=1)) is False
     dataset = tf.data.Dataset.from_tensor_slices((np.zeros((96, 2), np.float32), np.zeros(96))).batch(16)
     assert endless_arrays.endless(_epoch_iterator(96, 16, data=dataset)) is False  # the script's own data
+
+
+def test_an_optimizers_own_gradient_accumulation_on_two_replicas_trains_as_one_device_on_the_whole_batch(
+        found: dict[str, Any]) -> None:
+    # AdamW (weight decay, clipping) accumulating 2 micro-batches of 16 over 2 replicas; one device: batches of 32.
+    # Unrepaired, Keras 3.15 raises in its update-or-accumulate cond (keras-team/keras#20582).
+    assert [(run["steps"], run["updates"]) for run in found["accumulation"]] == [(1, 6), (3, 6)], found["accumulation"]
+    assert all(run["whole_updates"] == 6 and run["apart"] < 1e-6 for run in found["accumulation"]), found["accumulation"]

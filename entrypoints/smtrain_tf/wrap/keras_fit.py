@@ -2,7 +2,7 @@
 
 The batch sizes become global (batch_size.py), fit runs several steps per call (fit_tuning.py) and
 a callback prints smtrain's metric line each epoch (epoch_lines.py). Under MultiWorkerMirrored and
-several replicas Keras's trainer runs with keras_repairs.py's four repairs, and arrays whose epoch is whole
+several replicas Keras's trainer runs with keras_repairs.py's five repairs, and arrays whose epoch is whole
 batches and calls are endless (endless_arrays.py); on every layout Keras's per-epoch iterators are deleted
 off the training thread (iterator_release.py). During `smtrain check` the call is the same, cut to the check's
 steps (check_rest.py), with the model's own train_step recorded (check/keras_steps.py).

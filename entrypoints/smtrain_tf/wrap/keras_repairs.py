@@ -1,8 +1,8 @@
-"""Keras 3's own fit, evaluate and predict under a strategy of several replicas: four repairs, nothing else.
+"""Keras 3's own fit, evaluate and predict under a strategy of several replicas: five repairs, nothing else.
 
 Keras 3's TensorFlow trainer (keras/src/backend/tensorflow/trainer.py) runs the model's own
 `train_step`, `test_step` and `predict_step` inside `strategy.run` over a distributed iterator, with
-its data adapters, callbacks and logs around them. It fails in four places under the strategies the
+its data adapters, callbacks and logs around them. It fails in five places under the strategies the
 wrap sets; each is repaired here by the smallest change, and every other piece stays Keras's:
 
 1. Before the first step Keras builds the model from the first batch, which it averages over the
@@ -29,6 +29,16 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    cannot be built symbolically, which Keras attempts under a strategy only ("Unable to automatically build
    the model"): as on one device, the model is not built before the first step; its optimizers are (the
    compiled one, and those it keeps as attributes, with the variables its train_step applies them to).
+5. An optimizer's own gradient accumulation (`gradient_accumulation_steps=k`, Keras 3's) decides in an
+   `ops.cond` whether a step updates the weights or only adds to its accumulators, and both branches hold
+   merge_calls, which TensorFlow refuses inside a cond in a replica ("Cond.call()" RuntimeError,
+   keras-team/keras#20582; on one device it trains). The step's gradients are summed over the replicas first
+   (Keras's own all-reduce), then Keras's own apply (its cond, clipping, weight decay, update step and
+   accumulators) runs once in cross-replica context on that sum, where its merge_calls are plain calls
+   (TensorFlow's `maybe_merge_call` is made to call through there, where it would fail on a missing replica
+   context). The accumulators then hold the replicas' sum each micro-step and the update divides by k, as
+   one device does on the k-times batch (tests/entrypoint/test_epoch_iterators.py compares them); the cost
+   is one all-reduce per micro-step instead of one per update.
 The repairs are installed on Keras's trainer class once, only where the wrap's strategy has several
 replicas, and only for Keras 3 (Keras 2's fit runs under these strategies as it is).
 """
@@ -234,6 +244,49 @@ def _repair_several_steps(trainer: Any) -> None:
     cls._make_function = _make_function
 
 
+def _call_through_across_replicas() -> None:
+    """TensorFlow's `maybe_merge_call` (which Keras's optimizer uses for every update) calls `fn` directly in
+    cross-replica context, where it would ask the missing replica context for a merge_call."""
+    interim = tf.__internal__.distribute.interim
+    original = interim.maybe_merge_call
+    if getattr(original, _INSTALLED, False):
+        return
+
+    def maybe_merge_call(fn: Callable[..., Any], strategy: Any, *args: Any, **kwargs: Any) -> Any:
+        if tf.distribute.in_cross_replica_context():
+            return fn(strategy, *args, **kwargs)
+        return original(fn, strategy, *args, **kwargs)
+
+    setattr(maybe_merge_call, _INSTALLED, True)
+    interim.maybe_merge_call = maybe_merge_call
+
+
+def _repair_accumulation() -> None:
+    try:
+        from keras.src.backend.tensorflow.optimizer import TFOptimizer
+    except ImportError:
+        return
+    _call_through_across_replicas()
+    original = TFOptimizer._backend_apply_gradients
+
+    def _backend_apply_gradients(self: Any, grads: Any, trainable_variables: Any) -> Any:
+        context = tf.distribute.get_replica_context()
+        if (not self.gradient_accumulation_steps or context is None
+                or context.num_replicas_in_sync <= 1):
+            return original(self, grads, trainable_variables)
+        pairs = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables)))  # noqa: B905 - Keras's pairs
+        present = [g for g, _ in pairs if g is not None]
+
+        def across(distribution: Any, *reduced: Any) -> None:
+            # Every replica's sum is the same: the first's stands for all (Keras's pieces update each copy with it).
+            sums = iter([distribution.experimental_local_results(g)[0] for g in reduced])
+            original(self, [next(sums) if g is not None else None for g, _ in pairs], trainable_variables)
+
+        context.merge_call(across, args=tuple(present))
+
+    TFOptimizer._backend_apply_gradients = _backend_apply_gradients
+
+
 def install() -> bool:
     """Repair Keras 3's trainer (once per process); False where there is no Keras 3 trainer to repair."""
     trainer = trainer_module()
@@ -244,5 +297,6 @@ def install() -> bool:
     _repair_symbolic_build(trainer)
     _repair_reduction(trainer)
     _repair_several_steps(trainer)
+    _repair_accumulation()
     setattr(trainer.TensorFlowTrainer, _INSTALLED, True)
     return True
