@@ -360,7 +360,7 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
     notes.extend(verdict.notes)  # which fit calls and steps it covered, and what it saw beside its causes
     if _program(plan_) == "wrapped":
         notes.append("both runs seeded every worker's random generators (Python's, NumPy's, TensorFlow's) from the "
-                     "job's seed (the seed hyperparameter, 42 without one), as the wrap does in the paid job: what "
+                     "job's seed (training.seed, 42 without one), as the wrap does in the paid job: what "
                      "the script leaves unseeded is drawn alike on every host")
     if (layout.hosts, layout.replicas_per_host) != (layout.planned_hosts, layout.planned_per_host):
         notes.append(f"the planned layout ({layout.planned_hosts} x {layout.planned_per_host}) is checked on "

@@ -97,7 +97,8 @@ def _channel(channel: dict[str, Any]) -> Any:
 # What smtrain itself sends for a spec's fields (smtrain.plan.program): read back into those fields, so that a
 # job smtrain made imports into the spec that made it, not into a script run by hand.
 _SMTRAIN_VARIABLES = {"SMTRAIN_LR_SCALING": "training.lr_scaling", "SMTRAIN_WRAP_BATCH": "code.wrap_batch",
-                      "SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "training.gradient_accumulation_steps"}
+                      "SMTRAIN_GRADIENT_ACCUMULATION_STEPS": "training.gradient_accumulation_steps",
+                      "SMTRAIN_SEED": "training.seed"}
 
 
 def _smtrain_settings(hps: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:

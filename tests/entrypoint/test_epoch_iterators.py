@@ -94,9 +94,12 @@ def accumulated(on, k, batch, steps):
 iterator_release.hold = held  # the iterators are counted above
 whole, whole_updates = accumulated(tf.distribute.get_strategy(), 1, 32, 1)
 accumulation = []
-for steps in (1, 3):  # one step per call, and several (keras_repairs.py's own loop)
-    weights, updates = accumulated(strategy, 2, 16, steps)
-    accumulation.append({"steps": steps, "updates": updates, "whole_updates": whole_updates,
+# One step per call and several (keras_repairs.py's own loop) on 2 replicas; a MirroredStrategy of one replica
+# (a one-GPU host asked for mirrored) fails in Keras alike.
+for on, steps, batch in ((strategy, 1, 16), (strategy, 3, 16), (tf.distribute.MirroredStrategy(["/cpu:0"]), 1, 32)):
+    weights, updates = accumulated(on, 2, batch // 2 if on.num_replicas_in_sync == 1 else batch, steps)
+    accumulation.append({"steps": steps, "replicas": on.num_replicas_in_sync, "updates": updates,
+                         "whole_updates": whole_updates,
                          "apart": max(float(np.abs(a - b).max()) for a, b in zip(weights, whole))})
 print(json.dumps({"order": order, "accumulation": accumulation,
                   "partial_finite": bool(np.isfinite(np.concatenate([w.ravel() for w in partial])).all()),
@@ -184,5 +187,6 @@ def test_an_optimizers_own_gradient_accumulation_on_two_replicas_trains_as_one_d
         found: dict[str, Any]) -> None:
     # AdamW (weight decay, clipping) accumulating 2 micro-batches of 16 over 2 replicas; one device: batches of 32.
     # Unrepaired, Keras 3.15 raises in its update-or-accumulate cond (keras-team/keras#20582).
-    assert [(run["steps"], run["updates"]) for run in found["accumulation"]] == [(1, 6), (3, 6)], found["accumulation"]
+    assert [(run["replicas"], run["steps"], run["updates"]) for run in found["accumulation"]] == [
+        (2, 1, 6), (2, 3, 6), (1, 1, 6)], found["accumulation"]
     assert all(run["whole_updates"] == 6 and run["apart"] < 1e-6 for run in found["accumulation"]), found["accumulation"]

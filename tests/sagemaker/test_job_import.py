@@ -120,7 +120,7 @@ def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(cod
     (tmp_path / "src" / "train.py").write_text("print('train')\n")
     changes = {"code": code, "compute": {"allow_cpu": True}, "training": {"lr_scaling": "sqrt", "epochs": 3}}
     if "entry_point" in code:
-        changes["training"] = {"lr_scaling": "sqrt", "gradient_accumulation_steps": 2}
+        changes["training"] = {"lr_scaling": "sqrt", "gradient_accumulation_steps": 2, "seed": 0}
         # tracking.mlflow with a URI: MLflow's variables and SMTRAIN_MLFLOW go back into tracking:
         changes["tracking"] = {"mlflow": "https://mlflow.example.com", "experiment": "mnist", "run": "first"}
     spec = moto_server.live_spec(tmp_path, changes)
@@ -134,6 +134,7 @@ def test_a_wrapped_or_bundled_smtrain_job_imports_into_the_spec_that_made_it(cod
     want = {k: v for k, v in code.items() if k != "source_dir"}
     assert {k: v for k, v in imported["code"].items() if k != "source_dir"} == want
     assert imported["compute"]["allow_cpu"] is True and imported["training"]["lr_scaling"] == "sqrt"
+    assert imported["training"].get("seed") == changes["training"].get("seed")  # SMTRAIN_SEED: training.seed
     assert imported.get("tracking") == changes.get("tracking")
     assert "environment" not in imported  # smtrain's own variables went back into their fields
     assert sorted(p.name for p in (back / "made-1-code").iterdir()) == ["train.py"]

@@ -38,9 +38,10 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    (TensorFlow's `maybe_merge_call` is made to call through there, where it would fail on a missing replica
    context). The accumulators then hold the replicas' sum each micro-step and the update divides by k, as
    one device does on the k-times batch (tests/entrypoint/test_epoch_iterators.py compares them); the cost
-   is one all-reduce per micro-step instead of one per update.
-The repairs are installed on Keras's trainer class once, only where the wrap's strategy has several
-replicas, and only for Keras 3 (Keras 2's fit runs under these strategies as it is).
+   is one all-reduce per micro-step instead of one per update (and the first replica's sum copied to the others).
+The repairs are installed once (on Keras's trainer class; the fifth on Keras's TensorFlow optimizer class and
+TensorFlow's `maybe_merge_call`, for the whole process), only where the wrap sets a strategy (several replicas,
+or Mirrored / MultiWorkerMirrored asked for), and only for Keras 3 (Keras 2's fit runs under these strategies as it is).
 """
 
 from __future__ import annotations
@@ -271,8 +272,9 @@ def _repair_accumulation() -> None:
 
     def _backend_apply_gradients(self: Any, grads: Any, trainable_variables: Any) -> Any:
         context = tf.distribute.get_replica_context()
+        # Where the strategy makes no merge_calls (none set; XLA on GPUs) Keras's own cond holds none: it trains.
         if (not self.gradient_accumulation_steps or context is None
-                or context.num_replicas_in_sync <= 1):
+                or tf.__internal__.distribute.strategy_supports_no_merge_call()):
             return original(self, grads, trainable_variables)
         pairs = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables)))  # noqa: B905 - Keras's pairs
         present = [g for g, _ in pairs if g is not None]
