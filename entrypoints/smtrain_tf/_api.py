@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from . import scaling
 from .contract import container, failure
@@ -32,12 +32,14 @@ def _contract() -> container.Contract:
 
 # True once the wrap adopted its strategy: the wrap reads a script's batches itself.
 _wrapped = False
+# How a check names a line of the job's code (the wrap's knows a notebook's cells); None: the script's directory.
+_place: Optional[Callable[[str, int], Optional[str]]] = None
 
 
-def adopt(dist: Distribution) -> None:
+def adopt(dist: Distribution, place: Optional[Callable[[str, int], Optional[str]]] = None) -> None:
     """Make `dist` this process's strategy (the wrap builds it before the user's script runs)."""
-    global _built, _wrapped
-    _built, _wrapped = dist, True
+    global _built, _wrapped, _place
+    _built, _wrapped, _place = dist, True, place
 
 
 def _distribution() -> Distribution:
@@ -194,11 +196,15 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
         gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
         checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0,
         steps_per_execution: Optional[int] = None) -> Any:
-    """Train `model` under the job's strategy with the bundled entrypoint's loop; return a keras History.
+    """Train `model` under the job's strategy; return a keras History.
 
     Works under every strategy strategy() builds (default, Mirrored, MultiWorkerMirrored, parameter
     server, Horovod, smddp), with Keras 2 and 3. Build (and compile) the model inside
-    `smtrain_tf.strategy().scope()`; every process of the job calls fit alike.
+    `smtrain_tf.strategy().scope()`; every process of the job calls fit alike. Under the default,
+    Mirrored and MultiWorkerMirrored strategies the loop is Keras's own `model.fit` (Keras 3 repaired
+    where it fails under several replicas), so a model's own `train_step` and `test_step` run as
+    written; under parameter server and Horovod/smddp (and Keras 2 with gradient accumulation) it is
+    the bundled entrypoint's loop.
 
     - `train`, `validation`: a tf.data.Dataset of (features, labels), or an (x, y) tuple of arrays;
       training data may carry each example's weight as a third element (Keras's sample_weight).
@@ -211,18 +217,21 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     - `steps_per_epoch`: default the data's length over the effective batch (the batch x
       gradient_accumulation_steps); needed when the length is unknown.
     - `loss`, `optimizer`: the compiled ones unless given (a Keras loss or name, a callable
-      (y_true, y_pred), an optimizer or its name); an uncompiled model needs both. Several outputs
-      take a loss each (a list, or a dict by output name) and the compiled loss_weights. The loss
-      is summed per example and divided by the examples of one optimizer step (the global batch x
-      gradient_accumulation_steps; under Horovod/smddp, whose libraries average, the process's
-      own). The learning rate is used as it is: scale it yourself with scaled_learning_rate().
+      (y_true, y_pred), an optimizer or its name), compiled into the model with its other compile
+      settings; an uncompiled model needs both, a model with a train_step of its own only an
+      optimizer. Several outputs take a loss each (a list, or a dict by output name) and the compiled
+      loss_weights. The loss is averaged over the examples of one optimizer step (the global batch x
+      gradient_accumulation_steps; under Horovod/smddp, whose libraries average, the process's own).
+      The learning rate is used as it is: scale it yourself with scaled_learning_rate().
       Metrics are the loss and the model's compiled metrics (MAE, AUC, ...; named <output>_<metric>
-      for several outputs); without any, a classification loss reports accuracy.
+      for several outputs; a model's own train_step: what it returns); without any, a classification
+      loss reports accuracy.
     - `gradient_accumulation_steps` (default SMTRAIN_GRADIENT_ACCUMULATION_STEPS, else 1): each
-      optimizer step adds up the gradients of k micro-batches, run one after another; effective
-      batch = per replica x replicas x k.
+      optimizer step takes the gradients of k micro-batches, run one after another (under Keras 3's
+      fit, the optimizer's own gradient_accumulation_steps); effective batch = per replica x
+      replicas x k.
     - `callbacks`: any Keras callback (EarlyStopping, ReduceLROnPlateau, LearningRateScheduler,
-      ModelCheckpoint, CSVLogger, TensorBoard, your own), driven through Keras's CallbackList with
+      ModelCheckpoint, CSVLogger, TensorBoard, your own), driven as Keras's fit drives them, with
       the logs Keras passes: loss, each metric, and their val_ values. A callback with batch hooks
       makes the loop run one step per call, so that it sees every batch with the running values;
       `model.stop_training` stops the training. fit itself writes TensorBoard scalars (chief only) into
@@ -233,7 +242,8 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     - `initial_epoch`: the epoch to start from (epochs counts from 0 to `epochs`, as in Keras).
     - `checkpoint`: checkpoints (model, optimizer, progress) in checkpoint_dir() at every epoch
       end (and every SMTRAIN_CHECKPOINT_EVERY_STEPS steps); a restarted job (spot) resumes from the
-      newest. A second fit call in the same process keeps its own, in <checkpoint_dir>/fit-2.
+      newest (from a checkpoint taken mid-epoch, that epoch's remaining steps). A second fit call in
+      the same process keeps its own, in <checkpoint_dir>/fit-2. Off during `smtrain check`.
     - Output: `config ...`, one metric line per epoch from the chief (`epoch=... loss=...
       accuracy=... val_loss=... val_accuracy=...`, each metric by its name, the lines the job's
       metric definitions read),
@@ -250,12 +260,17 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
     dist = _distribution()
     if isinstance(train, tf.data.Dataset) and batch_size_per_replica is None and not _wrapped:
         train = _as_planned_in_a_check(train)
+    caller = sys._getframe(1)
+    line = caller.f_lineno
+    location = (_place or fitting.keras_loop.script_place)(caller.f_code.co_filename, line) \
+        or f"{caller.f_code.co_filename}:{line}"
     return fitting.fit(dist, _contract(), model, train, validation, epochs=epochs,
                        batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
                        optimizer=optimizer, callbacks=callbacks,
                        gradient_accumulation_steps=gradient_accumulation_steps, shuffle_buffer=shuffle_buffer,
                        seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
-                       initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say)
+                       initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say,
+                       location=location, place=_place)
 
 
 def _as_planned_in_a_check(train: Any) -> Any:

@@ -207,8 +207,8 @@ def _refuse_what_cannot_be_checked(found: Planned) -> None:
                                f"feed in a fixed order; make it checkable: {wrap}")
     if kind == program.WRAPPED and not fits:
         raise CannotCheckError(f"no model.fit was found in {script} or the bundle's modules it imports, and model.fit "
-                               "is the call the wrap runs in smtrain's loop during a check: a loop of its own cannot "
-                               "be checked; train with model.fit or smtrain_tf.fit")
+                               "is the call a check records (Keras's own, as the paid job runs it): a loop of its own "
+                               "cannot be checked; train with model.fit or smtrain_tf.fit")
 
 
 @dataclass(frozen=True)
@@ -304,7 +304,7 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
         # The planned instance kept (auto could choose another for fewer nodes), the output moved.
         keep_instance = [("compute.instance_type", found.plan.instance.name)] \
             if compute.instance_type == "auto" and not compute.prefer else []
-        # A few steps need minutes, not the job's max_run: code that never reaches smtrain's loop trains on
+        # A few steps need minutes, not the job's max_run: code that never reaches a recorded loop trains on
         # until this limit, and then cannot be checked.
         limit = ("compute.max_run", f"{_minutes(steps)}m")
         base = [*override_texts(overrides), *samples, *keep_instance, limit, ("output", str(work / "output"))]
@@ -391,10 +391,10 @@ def _one_device_plan(found: Planned, layout: _Layout) -> CheckResult:
 
 
 def _one_device_failed(info: Any, unrecorded: bool, steps: int, log: Path) -> str:
-    """Why the one-device run gave nothing to compare: its failure, or code that never reached smtrain's loop."""
+    """Why the one-device run gave nothing to compare: its failure, or code that never reached a fit the check records."""
     reason = info.failure_reason or info.status
     if "MaxRuntimeExceeded" in reason or (info.status == "Completed" and unrecorded):
-        return (f"its code did not reach smtrain's training loop (smtrain_tf.fit, or model.fit under code.wrap) "
+        return (f"its code did not reach a training loop the check records (smtrain_tf.fit, or model.fit under code.wrap) "
                 f"{'within ' + str(_minutes(steps)) + ' minutes' if info.status != 'Completed' else 'before it ended'}"
                 f", so no step was recorded: a loop of its own cannot be checked; its output is in {log}")
     return f"it fails on one device, before anything could be compared: {reason}; its output is in {log}"

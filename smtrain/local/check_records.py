@@ -49,7 +49,7 @@ def cannot_check_reason(directory: Path) -> str | None:
 
 
 def read_run(directory: Path) -> RunRecord | None:
-    """The run's record, None when no worker wrote one (its code never reached smtrain's loop)."""
+    """The run's record, None when no worker wrote one (its code never reached a loop the check records)."""
     why = cannot_check_reason(directory)
     if why:
         raise CannotCheck(why)

@@ -1,7 +1,8 @@
-"""wrap/iterator_release.py and wrap/endless_arrays.py: Keras's per-epoch iterators deleted on the release thread, and
-arrays made endless where Keras's epoch count is all of them; the same batches, so the same weights. And
-wrap/keras_repairs.py's repairs on 2 replicas: several steps per call run each replica's steps in order, side effects
-included, and an optimizer's own gradient accumulation trains as one device on the whole batch."""
+"""keras_support/iterator_release.py and keras_support/endless_arrays.py: Keras's per-epoch iterators deleted on the
+release thread, and arrays made endless where Keras's epoch count is all of them; the same batches, so the same
+weights. And keras_support/keras_repairs.py's repairs on 2 replicas: several steps per call run each replica's steps
+in order, side effects included, and an optimizer's own gradient accumulation trains as one device on the whole
+batch."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras
-from smtrain_tf.wrap import endless_arrays, iterator_release, keras_repairs
+from smtrain_tf.keras_support import endless_arrays, iterator_release, keras_repairs
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])  # Keras's iterators are MultiDeviceIterators
 keras_repairs.install()  # several steps per call on several replicas, as the wrap runs them
@@ -167,14 +168,14 @@ def _epoch_iterator(examples: int, batch: int, replicas: int = 2, steps_per_exec
 ])
 def test_arrays_are_endless_only_where_the_epoch_is_whole_batches_and_whole_calls(
         examples: int, batch: int, steps_per_execution: int, expected: bool) -> None:
-    from smtrain_tf.wrap import endless_arrays
+    from smtrain_tf.keras_support import endless_arrays
 
     assert endless_arrays.endless(_epoch_iterator(examples, batch, steps_per_execution=steps_per_execution)) is expected
 
 
 def test_arrays_stay_finite_with_steps_per_epoch_one_replica_or_a_dataset() -> None:
     import tensorflow as tf
-    from smtrain_tf.wrap import endless_arrays
+    from smtrain_tf.keras_support import endless_arrays
 
     assert endless_arrays.endless(_epoch_iterator(96, 16)) is True
     assert endless_arrays.endless(_epoch_iterator(96, 16, steps_per_epoch=6)) is False  # Keras keeps one iterator

@@ -291,3 +291,138 @@ def test_misuse_is_refused_with_a_clear_message(tmp_path: Path, code: Path) -> N
     assert len(errors) == 5
     assert "stopped after [0, 1]" in out
     assert len(metric_lines(out)) == 2 and not host.failure_file.exists()
+
+
+# --- Keras's own fit: the model's own train_step, the optimizer's accumulation, a mid-epoch resume -------------------
+
+# keras.io's "customizing what happens in fit" form: a train_step of the model's own, metrics it tracks itself, a
+# compile with no loss. STEP picks the run: the custom model on 2 replicas; plain Dense models for accumulation
+# (k micro-batches on 2 replicas against one batch k x 2 times larger on one device); an interrupted run and its
+# restart from a checkpoint taken mid-epoch.
+KERAS_SCRIPT = '''
+import os
+
+import numpy as np
+import smtrain_tf
+
+strategy = smtrain_tf.strategy()
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+run = os.environ["RUN"]
+rng = np.random.default_rng(3)
+x = rng.normal(size=(96, 6)).astype("float32")
+y = (x @ rng.normal(size=(6, 1))).astype("float32")
+
+
+class CustomModel(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.loss_tracker = keras.metrics.Mean(name="own_loss")
+        self.steps_seen = keras.metrics.Sum(name="own_steps")
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+    def train_step(self, data):
+        features, labels = data
+        with tf.GradientTape() as tape:
+            predicted = self(features, training=True)
+            loss = keras.losses.MeanSquaredError()(labels, predicted)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply(gradients, self.trainable_variables)
+        self.loss_tracker.update_state(loss)
+        self.steps_seen.update_state(1.0)
+        return {"own_loss": self.loss_tracker.result(), "own_steps": self.steps_seen.result()}
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.steps_seen]
+
+
+keras.utils.set_random_seed(5)
+with strategy.scope():
+    if run == "own_step":
+        model = CustomModel()
+        model.compile(optimizer=keras.optimizers.SGD(0.05))
+    else:
+        model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
+        model.compile(optimizer=keras.optimizers.SGD(0.2), loss="mse")
+arguments = {"own_step": dict(epochs=2, batch_size_per_replica=8),
+             "accumulated": dict(epochs=1, batch_size_per_replica=8, steps_per_epoch=3, gradient_accumulation_steps=2),
+             "one_device": dict(epochs=1, batch_size_per_replica=32, steps_per_epoch=3),
+             "interrupted": dict(epochs=2, batch_size_per_replica=8),
+             "restarted": dict(epochs=2, batch_size_per_replica=8)}[run]
+
+
+class Interruption(keras.callbacks.Callback):
+    """A spot interruption in the first epoch, after the checkpoint of step 4."""
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 4:
+            raise SystemExit(3)
+
+
+callbacks = [Interruption()] if run == "interrupted" else []
+history = smtrain_tf.fit(model, (x, y), callbacks=callbacks, **arguments)
+print("history", sorted(history.history), history.epoch)
+np.savez(os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], "weights.npz"), *model.get_weights())
+'''
+
+
+def _keras_run(tmp_path: Path, code: Path, run: str, *, replicas: int = 1, name: str = "",
+               env: dict[str, str] | None = None) -> Host:
+    (code / "keras_fit.py").write_text(KERAS_SCRIPT)
+    host = make_host(tmp_path / (name or run), "algo-1", ["algo-1"], channels={}, hyperparameters={})
+    host.env.update({"RUN": run, "SMTRAIN_CPU_REPLICAS": str(replicas), **(env or {})})
+    host.start(script=code / "keras_fit.py").wait(TIMEOUT)
+    return host
+
+
+def _weights(host: Host) -> list[np.ndarray]:
+    with np.load(host.base / "output" / "data" / "weights.npz") as found:
+        return [found[f"arr_{i}"] for i in range(len(found.files))]
+
+
+def test_fit_runs_the_models_own_train_step_under_mirrored(tmp_path: Path, code: Path) -> None:
+    host = _keras_run(tmp_path, code, "own_step", replicas=2)
+    out = host.stdout()
+    assert not host.failure_file.exists(), out[-2000:] + host.stderr()[-3000:]
+    # No compiled loss: the model's own step makes and names its metrics; 96 examples at 16 a step: 6 steps an epoch.
+    lines = [parse_metrics(line) for line in metric_lines(out)]
+    assert [line["epoch"] for line in lines] == ["1", "2"] and "loss" not in lines[0]
+    assert [float(line["own_steps"]) for line in lines] == [12.0, 12.0]  # each replica's step counted, per epoch
+    assert "history ['own_loss', 'own_steps'] [0, 1]" in out
+    assert "loop=keras_fit" in out
+
+
+def test_the_optimizers_own_accumulation_on_two_replicas_is_one_device_on_the_whole_batch(tmp_path: Path,
+                                                                                          code: Path) -> None:
+    accumulated = _keras_run(tmp_path, code, "accumulated", replicas=2)
+    one = _keras_run(tmp_path, code, "one_device")
+    for host in (accumulated, one):
+        assert not host.failure_file.exists(), host.stdout()[-2000:] + host.stderr()[-3000:]
+    assert ("gradient_accumulation_steps=2 effective_batch_size=32 steps_per_epoch=3"
+            in accumulated.stdout()), accumulated.stdout()[-2000:]
+    # Three updates, each on 2 micro-batches of 16 over 2 replicas, against three of 32 on one device.
+    # Keras's optimizer counts updates (iterations: its micro-steps // 2).
+    assert [parse_metrics(line)["step"] for line in metric_lines(accumulated.stdout())] == ["3"]
+    for mine, theirs in zip(_weights(accumulated), _weights(one), strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_a_restart_after_a_mid_epoch_checkpoint_runs_the_rest_of_that_epoch_only(tmp_path: Path, code: Path) -> None:
+    every = {"SMTRAIN_CHECKPOINT_EVERY_STEPS": "4"}
+    first = _keras_run(tmp_path, code, "interrupted", env=every)
+    assert first.process.returncode == 3, first.stdout()[-2000:] + first.stderr()[-3000:]
+    assert re.search(r"^checkpoint saved .*ckpt-4 epoch=0 step=4$", first.stdout(), re.M), first.stdout()[-2000:]
+    again = make_host(tmp_path / "interrupted", "algo-1", ["algo-1"], channels={}, hyperparameters={})
+    again.env.update({"RUN": "restarted", "SMTRAIN_CPU_REPLICAS": "1", **every})
+    again.start(script=code / "keras_fit.py", tag="-restarted").wait(TIMEOUT)
+    out = again.stdout()
+    assert not again.failure_file.exists(), out[-2000:] + again.stderr()[-3000:]
+    # 96 examples at 8: 12 steps an epoch; the restart does steps 5-12 of the first epoch, then the second whole.
+    assert re.search(r"^resumed from .*ckpt-4 at epoch 0 step 4$", out, re.M), out[-2000:]
+    assert [parse_metrics(line)["step"] for line in metric_lines(out)] == ["12", "24"]
+    assert "training finished epochs=2 steps=24" in out and "history ['loss'] [0, 1]" in out

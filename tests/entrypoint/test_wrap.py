@@ -463,7 +463,7 @@ def test_a_job_that_asked_for_a_gpu_and_sees_none_fails_with_the_likely_cause(tm
 # --- pieces, in this process ---------------------------------------------------------------------
 
 def test_the_metric_line_from_keras_logs_carries_every_logged_metric_and_nothing_else() -> None:
-    from smtrain_tf.wrap.epoch_lines import line_from_logs
+    from smtrain_tf.training.epoch_lines import line_from_logs
 
     full = line_from_logs(3, 135, {"loss": 0.25, "accuracy": 0.9, "val_loss": 0.3, "val_accuracy": 0.875}, 0.002,
                           1234.4, 9.87)

@@ -40,7 +40,7 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def _loss_name(loss: Any) -> str:
+def loss_name(loss: Any) -> str:
     """The Keras name of a loss given as a string, function or Loss object ('' when unknown)."""
     if loss is None:
         return "sparse_categorical_crossentropy"
@@ -53,7 +53,7 @@ def _loss_name(loss: Any) -> str:
 
 
 def is_classification_loss(loss: Any) -> bool:
-    return _loss_name(loss) in _CLASSIFICATION_LOSSES
+    return loss_name(loss) in _CLASSIFICATION_LOSSES
 
 
 def reads_logits(loss: Any, default: bool) -> bool:

@@ -1,9 +1,15 @@
-"""The training loop: the bundled entrypoint's run (session.py) and smtrain_tf.fit (fit.py) share it.
+"""The training loops: Keras's own fit for smtrain_tf.fit (keras_loop.py), and smtrain's loop, which the bundled
+entrypoint's run (session.py) and smtrain_tf.fit under parameter server and Horovod/smddp share.
 
+    fit.py            smtrain_tf.fit: its arguments checked, then Keras's loop or smtrain's
+    keras_loop.py     smtrain_tf.fit under default, Mirrored and MultiWorkerMirrored: Keras's own model.fit
+    job_callbacks.py  the one callback keras_loop adds on every process: checkpoints, NaN, progress lines, a
+                      resumed epoch's remainder
+    steps_per_call.py several steps per tf.function call in Keras's fit, for one call (the wrap's tuning too)
+    epoch_lines.py    the Keras callback printing smtrain's metric line each epoch (keras_loop's and the wrap's)
     session.py        one run of the bundled entrypoint put together
-    fit.py            smtrain_tf.fit: the same pieces for a user's model and data
     user_data.py      the user's arrays or datasets made into the loop's streams
-    callbacks.py      Keras callbacks driven at train and epoch boundaries
+    callbacks.py      Keras callbacks driven at train and epoch boundaries of smtrain's loop
     summaries.py      TensorBoard scalars from the chief, with tf.summary alone
     steps.py          the per-replica step (gradient accumulation included) and its tf.functions
     runners.py        chunks of steps in this process, or on parameter-server workers
@@ -12,6 +18,6 @@
     metrics.py        metric lines and the weights digest
     watchdog.py       the hang guard
 
-`metrics` and `watchdog` import no TensorFlow; the others do. The Keras pieces the loop shares with the
+`metrics`, `watchdog` and `steps_per_call` import no TensorFlow; the others do. The Keras pieces the loop shares with the
 models, the export, the check and the wrap (measures, optimizer, Keras 2/3) are in ../keras_support/.
 """

@@ -1,10 +1,12 @@
-"""smtrain_tf.fit: a user's Keras model trained by the bundled loop, under the job's strategy.
+"""smtrain_tf.fit: a user's Keras model trained under the job's strategy; its arguments checked here.
 
-The same pieces as the bundled entrypoint's session (steps, runners, the epoch loop, checkpoints
-and resume, metric lines with the model's compiled metrics, TensorBoard scalars), fed with the
-user's model, loss, optimizer and data instead of the entrypoint's own. The n-th call in a process
-keeps its checkpoints and scalars apart (<dir>/fit-<n> from the second on), so a script that fits
-twice resumes each phase from its own checkpoints.
+Under the default, Mirrored and MultiWorkerMirrored strategies the loop is Keras's own fit (keras_loop.py),
+the model's own train_step included. Under parameter server and Horovod/smddp, where Keras's fit has no loop
+for the strategy, and for Keras 2 with gradient accumulation, it is the bundled entrypoint's (steps, runners,
+the epoch loop, checkpoints and resume, metric lines with the model's compiled metrics, TensorBoard scalars),
+fed with the user's model, loss, optimizer and data. The n-th call in a process keeps its checkpoints and
+scalars apart (<dir>/fit-<n> from the second on), so a script that fits twice resumes each phase from its own
+checkpoints.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from ..check import settings as check_settings
+from ..check.loss_terms import Place
 from ..contract import failure, known_failures, mlflow_run
 from ..contract.container import Contract
 from ..distribute.choice import DEFAULT, PS
@@ -24,7 +27,7 @@ from ..keras_support import optimization
 from ..keras_support.keras_compat import build_optimizer, keras
 from ..keras_support.measures import Measures
 from . import callbacks as callback_support
-from . import metrics, user_data
+from . import keras_loop, metrics, user_data
 from .checkpoints import Checkpointer, Progress, resume
 from .loop import LoopConfig, train
 from .runners import CoordinatorRunner, InProcessRunner
@@ -58,16 +61,24 @@ def _check_variables_in_scope(dist: Distribution, model: Any) -> None:
                              f"({dist.kind}): build and compile the model inside `with smtrain_tf.strategy().scope():`")
 
 
-def _prepare_model(dist: Distribution, model: Any, loss: Any, optimizer: Any, data: tf.data.Dataset,
-                   batched: bool) -> Tuple[Any, Any]:
-    """Build the model if needed and check its variables; return the loss and the optimizer, built in the scope."""
+def _required(model: Any, loss: Any, optimizer: Any, needs_loss: bool) -> Tuple[Any, Any]:
+    """The loss and optimizer given, else compiled; a ValueError naming what is missing (a model with a
+    train_step of its own computes its loss itself)."""
     loss = loss if loss is not None else getattr(model, "loss", None)
     optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
-    missing = [name for name, value in (("loss", loss), ("optimizer", optimizer)) if value is None]
+    missing = [name for name, value in (("loss", loss), ("optimizer", optimizer))
+               if value is None and (needs_loss or name == "optimizer")]
     if missing:
         named = " and ".join({"loss": "a loss", "optimizer": "an optimizer"}[m] for m in missing)
         raise ValueError(f"smtrain_tf.fit needs {named}: compile the model first "
                          "(model.compile(optimizer=..., loss=...)) or pass " + " and ".join(f"{m}=..." for m in missing))
+    return loss, optimizer
+
+
+def _prepare_model(dist: Distribution, model: Any, loss: Any, optimizer: Any, data: tf.data.Dataset,
+                   batched: bool) -> Tuple[Any, Any]:
+    """Build the model if needed and check its variables; return the loss and the optimizer, built in the scope."""
+    loss, optimizer = _required(model, loss, optimizer, needs_loss=True)
     with dist.scope():
         if not getattr(model, "built", False):
             model(user_data.sample_batch(data, batched), training=False)
@@ -86,14 +97,17 @@ def fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, val
         loss: Any = None, optimizer: Any = None, callbacks: Optional[Sequence[Any]] = None,
         gradient_accumulation_steps: Optional[int] = None, shuffle_buffer: int = 0, seed: Optional[int] = None,
         checkpoint: bool = True, log_every_steps: int = 0, initial_epoch: int = 0,
-        steps_per_execution: Optional[int] = None, say: Callable[[str], None]) -> Any:
-    """Train; write the failure file for a known failure and raise it again. See smtrain_tf.fit."""
+        steps_per_execution: Optional[int] = None, say: Callable[[str], None], location: str = "",
+        place: Optional[Place] = None) -> Any:
+    """Train; write the failure file for a known failure and raise it again. See smtrain_tf.fit.
+    `location`: the script's line of the call; `place`: how a check names a line of the job's code."""
     try:
         return _fit(dist, contract, model, train_data, validation_data, epochs=epochs,
                     batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,
                     optimizer=optimizer, callbacks=callbacks, gradient_accumulation_steps=gradient_accumulation_steps,
                     shuffle_buffer=shuffle_buffer, seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
-                    initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say)
+                    initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say,
+                    location=location, place=place or keras_loop.script_place)
     except Exception as exc:
         known = known_failures.recognise(exc)
         if known is not None:
@@ -105,7 +119,7 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
          epochs: int, batch_size_per_replica: Optional[int], steps_per_epoch: Optional[int], loss: Any,
          optimizer: Any, callbacks: Optional[Sequence[Any]], gradient_accumulation_steps: Optional[int],
          shuffle_buffer: int, seed: Optional[int], checkpoint: bool, log_every_steps: int, initial_epoch: int,
-         steps_per_execution: Optional[int], say: Callable[[str], None]) -> Any:
+         steps_per_execution: Optional[int], say: Callable[[str], None], location: str, place: Place) -> Any:
     global _calls
     started_at = time.time()
     hp = contract.hp
@@ -129,11 +143,24 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     batched = batch_size_per_replica is None
     if isinstance(train_data, tf.data.Dataset):
         user_data.warn_if_not_split_by_file(data, dist, "training", say)
+    seed = hp("seed") if seed is None else seed
+    if keras_loop.applies(dist, accumulation):
+        given = loss is not None or optimizer is not None
+        loss, optimizer = _required(model, loss, optimizer, needs_loss=not keras_loop.own_step(model))
+        keras_loop.build_if_needed(dist, model, data.dataset, batched)
+        _check_variables_in_scope(dist, model)
+        _calls += 1
+        return keras_loop.fit(dist, contract, model, data, held_out, epochs=int(epochs),
+                              batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch,
+                              loss=loss, optimizer=optimizer, given=given, callbacks=given_callbacks,
+                              accumulation=accumulation, shuffle_buffer=shuffle_buffer, seed=seed,
+                              checkpoint=checkpoint, log_every_steps=log_every_steps or hp("log_every_steps"),
+                              initial_epoch=int(initial_epoch), steps_per_execution=steps_per_execution,
+                              fit_call=_calls, location=location, place=place, started_at=started_at, say=say)
     loss, optimizer = _prepare_model(dist, model, loss, optimizer, data.dataset, batched)
 
     stream = user_data.training(data, dist, batch_size_per_replica=batch_size_per_replica, accumulation=accumulation,
-                                steps_per_epoch=steps_per_epoch, shuffle_buffer=shuffle_buffer,
-                                seed=hp("seed") if seed is None else seed)
+                                steps_per_epoch=steps_per_epoch, shuffle_buffer=shuffle_buffer, seed=seed)
     validation = user_data.validation(held_out, dist, batch_size_per_replica)
     steps = StepFunctions(dist, model, optimizer, _measures(model, loss), stream.micro_batch, hp("xla"),
                           accumulation)

@@ -20,21 +20,13 @@ Map:
     patches.py         installs every patch on each Keras found (Keras 2 and 3)
     fit_inputs.py      reading a fit call: bound arguments, arrays or batched data, the caller's file:line
     batch_size.py      the batch a script writes is one replica's: the global batch Keras needs, logged
-    keras_fit.py       the patched fit: Keras's own under every strategy (with metric lines), during `smtrain
+    keras_fit.py       the patched fit: Keras's own under every strategy (with metric lines:
+                       training/epoch_lines.py; Keras 3 repaired: keras_support/keras_repairs.py), during `smtrain
                        check` too (the model's own steps recorded: check/keras_steps.py)
-    keras_repairs.py   Keras 3's trainer repaired where it fails under MultiWorkerMirrored and several replicas
-                       (keras-team/keras#20585, #19246): its own steps, callbacks and logs otherwise
-    iterator_release.py  Keras 3's per-epoch data iterators deleted by a thread of their own, not between
-                       two epochs of training
-    endless_arrays.py  Keras 3's array input under several replicas repeated where its epoch count is all of it,
-                       so TensorFlow skips its per-step check that every replica still has data
     fit_tuning.py      Keras's fit runs several steps per call (steps_per_execution) when nothing the script
                        wrote needs every step; SMTRAIN_WRAP_TUNING=off leaves it as compiled
     check_rest.py      during `smtrain check` the script runs to its end, each fit, evaluate and predict cut
                        to the check's steps
-    check_build.py     during `smtrain check` the one-device run builds the model before its first step, as Keras
-                       does under the planned run's strategy (so both start from the same weights)
-    epoch_lines.py     the Keras callback printing smtrain's metric line each epoch
     learning_rate.py   compile: rescales the optimizer's rate when SMTRAIN_LR_SCALING asks
     saving.py          save/export on a non-chief go to a temporary directory; weights_sha256 on every save
     devices_guard.py   a script's own tf.config device set-up, once the wrap has set up the devices

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
+from ..check.places import code_place
 from . import notebook_lines
 
 # Keras's own default for array inputs when batch_size is left out.
 KERAS_DEFAULT_BATCH = 32
-# smtrain_tf's own files, never the job's code (a bundle may carry the package beside the script).
-_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def bind(original: Callable[..., Any], model: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """The arguments the caller gave, by name (positional ones too); a wrong call raises Keras's TypeError."""
@@ -32,14 +29,8 @@ def bind(original: Callable[..., Any], model: Any, args: Sequence[Any], kwargs: 
 def script_place(filename: str, line: int, script_dir: str) -> Optional[str]:
     """`train.py:31` for a line of the job's code, relative to the script's directory (a notebook's script:
     `train.ipynb, cell 3, line 2`); None for a file outside it, or smtrain_tf's own."""
-    if filename.startswith(_OURS + os.sep):
-        return None
-    in_notebook = notebook_lines.where(filename, line)  # a notebook's script: its cell and line
-    if in_notebook is not None:
-        return in_notebook
-    if not filename.startswith(script_dir + os.sep):
-        return None
-    return f"{os.path.relpath(filename, script_dir)}:{line}"
+    # A notebook's script: its cell and line (the script is the bundle's, never smtrain_tf's own).
+    return notebook_lines.where(filename, line) or code_place(filename, line, script_dir)
 
 
 def caller_location(depth: int, script_dir: str) -> str:

@@ -17,9 +17,8 @@ Chosen so that nothing the script wrote changes its meaning:
   validation_steps when the call gives them: Keras runs whole calls, so an epoch of 150 steps in calls
   of 20 would train 160; and a divisor of the epoch's batches when one is near, so the progress bar
   ends on the epoch's count.
-The count holds for the fit call only: afterwards the model has the script's again (its evaluate and
-predict, whose `steps` the count would round up, run as written), and the tuned functions are kept for
-the next fit of the same compiled model, which then does not trace again.
+The count holds for the fit call only (training/steps_per_call.py: afterwards the model has the script's
+count and functions again; those traced for the count are kept for its next fit).
 Keras's array input already shuffles indices and gathers each batch in parallel (its ArrayDataAdapter);
 a prefetch after it measured no gain here, so the data path is Keras's. XLA is Keras's "auto": off on CPU.
 """
@@ -27,30 +26,27 @@ a prefetch after it measured no gain here, so the data path is Keras's. XLA is K
 from __future__ import annotations
 
 import math
-import weakref
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List
 
 from ..keras_support.keras_compat import keras
+from ..training import steps_per_call
 from ..training.callbacks import wants_batches
+from ..training.steps_per_call import largest_divisor
 from . import fit_inputs
 from .context import WrapContext
 
 _TEST_BATCH_HOOKS = ("on_test_batch_begin", "on_test_batch_end")
 
 
-def _largest_divisor(count: int, at_most: int) -> int:
-    return max(d for d in range(1, min(count, at_most) + 1) if count % d == 0)
-
-
 def choose(target: int, given: Dict[str, Any]) -> int:
     """Steps per call for this fit call (its arguments with the global batch size): see the module's docstring."""
     whole_calls = [int(given[name]) for name in ("steps_per_epoch", "validation_steps") if given.get(name)]
     if whole_calls:
-        return _largest_divisor(math.gcd(*whole_calls), target)
+        return largest_divisor(math.gcd(*whole_calls), target)
     batches = fit_inputs.array_batches_per_epoch(given)
     if batches is None:
         return target  # the data ends the epoch: Keras's last call of it stops there
-    tidy = _largest_divisor(batches, target)
+    tidy = largest_divisor(batches, target)
     return tidy if tidy * 2 >= min(target, batches) else target
 
 
@@ -80,43 +76,6 @@ def _why_one(given: Dict[str, Any], target: int) -> str:
     return f"{named} has no divisor from 2 to {target} (Keras runs whole calls)"
 
 
-_Functions = Tuple[Any, Any, Any]
-# The tuned functions kept per model, outside it: an attribute set on a Keras 3 model is tracked, and the
-# compile-made metrics kept with them would join model.metrics (evaluate would return each twice).
-_TUNED: "weakref.WeakKeyDictionary[Any, Tuple[int, Tuple[Any, Any, Any], _Functions]]" = weakref.WeakKeyDictionary()
-
-
-def _functions(model: Any) -> _Functions:
-    return model.train_function, model.test_function, model.predict_function
-
-
-def _compiled_as(model: Any) -> Tuple[Any, Any, Any]:
-    # What a compile call makes anew: the functions kept for a count belong to this compiled model only.
-    return (getattr(model, "_compile_loss", None), getattr(model, "_compile_metrics", None),
-            getattr(model, "optimizer", None))
-
-
-def _apply(model: Any, steps: int) -> Callable[[], None]:
-    """Give the model `steps` per call (with the functions kept from an earlier fit at that count); return what
-    puts the script's count and functions back."""
-    written, theirs = model.steps_per_execution, _functions(model)
-    kept = _TUNED.get(model)
-    model.steps_per_execution = steps
-    same_compile = kept is not None and all(a is b for a, b in zip(kept[1], _compiled_as(model)))  # noqa: B905
-    if kept is not None and kept[0] == steps and same_compile:  # (zip's strict= needs Python 3.10)
-        model.train_function, model.test_function, model.predict_function = kept[2]
-    else:
-        # Keras builds these with the count in them; fit makes them again.
-        model.train_function = model.test_function = model.predict_function = None
-
-    def restore() -> None:
-        _TUNED[model] = (steps, _compiled_as(model), _functions(model))
-        model.steps_per_execution = written
-        model.train_function, model.test_function, model.predict_function = theirs
-
-    return restore
-
-
 def _nothing() -> None:
     return None
 
@@ -124,7 +83,7 @@ def _nothing() -> None:
 def tune(ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> Callable[[], None]:
     """Set the model's steps_per_execution for this fit call (`given` has the global batch size) and say so once;
     return what puts the script's back when the call ends."""
-    if not ctx.settings.tuning or not isinstance(getattr(model, "steps_per_execution", None), int):
+    if not ctx.settings.tuning or not steps_per_call.tunable(model):
         return _nothing  # turned off, or Keras 2 (tf_keras keeps it in a variable of its own)
     if model.steps_per_execution != 1:
         ctx.say_once(f"wrap: {location}: fit runs {model.steps_per_execution} steps per call, as the script "
@@ -144,4 +103,4 @@ def tune(ctx: WrapContext, model: Any, given: Dict[str, Any], location: str) -> 
         return _nothing
     ctx.say_once(f"wrap: {location}: Keras fit tuned: {steps} steps per tf.function call (steps_per_execution; "
                  "the same steps, weights and epoch callbacks; code.wrap_tuning: false leaves fit as written)")
-    return _apply(model, steps)
+    return steps_per_call.apply(model, steps)

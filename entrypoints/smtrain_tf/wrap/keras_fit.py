@@ -15,10 +15,12 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from ..check import keras_steps
+from ..check import check_build, keras_steps
 from ..check import settings as check_settings
 from ..contract import mlflow_run
-from . import batch_size, check_build, check_rest, epoch_lines, fit_inputs, fit_tuning
+from ..training import epoch_lines
+from ..training.keras_loop import KERAS_OWN_FIT
+from . import batch_size, check_rest, fit_inputs, fit_tuning
 from .context import WrapContext
 
 
@@ -26,7 +28,8 @@ def with_epoch_lines(keras: Any, ctx: WrapContext, callbacks: Any, examples: Opt
     if not ctx.is_chief:
         return callbacks
     if callbacks is None or isinstance(callbacks, (list, tuple)):
-        return list(callbacks or []) + [epoch_lines.make_callback(keras, ctx, examples)]
+        lines = epoch_lines.make_callback(keras, ctx.say, ctx.contract.tensorboard_dir, ctx.started_at, examples)
+        return list(callbacks or []) + [lines]
     return callbacks  # a CallbackList the script built: left as it is
 
 
@@ -67,4 +70,5 @@ def patch(keras: Any, model_class: Any, ctx: WrapContext) -> None:
             recorder.end_call()
         return history
 
+    setattr(fit, KERAS_OWN_FIT, original)  # smtrain_tf.fit calls Keras's own
     model_class.fit = fit

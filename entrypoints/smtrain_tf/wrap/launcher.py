@@ -8,6 +8,7 @@ traceback, as `python script.py` would.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -38,9 +39,10 @@ def _set_up(args: List[str], code_dir: str, started_at: float) -> WrapContext:
     # Before the script draws any random number; by one rule in the paid run and in both runs of a check.
     seed_the_workers(int(contract.hp("seed")), dist.num_workers, check_settings.read() is not None, say)
     from .. import _api
+    from . import fit_inputs
 
     # One strategy per process: the script's own smtrain_tf calls, and smtrain_tf.fit, get this one.
-    _api.adopt(dist)
+    _api.adopt(dist, functools.partial(fit_inputs.script_place, script_dir=wanted.script_dir))
     shown = os.path.relpath(wanted.script, code_dir) if wanted.script.startswith(code_dir + os.sep) else wanted.script
     say(strategy.describe(dist, shown))
     if dist.is_chief:

@@ -10,18 +10,9 @@ from typing import Any, List
 
 from ..check import settings as check_settings
 from ..distribute.choice import DEFAULT
+from ..keras_support import endless_arrays, iterator_release, keras_repairs
 from ..keras_support.keras_compat import keras as tf_keras
-from . import (
-    check_rest,
-    devices_guard,
-    endless_arrays,
-    iterator_release,
-    keras_fit,
-    keras_repairs,
-    learning_rate,
-    own_strategy,
-    saving,
-)
+from . import check_rest, devices_guard, keras_fit, learning_rate, own_strategy, saving
 from .context import WrapContext
 
 

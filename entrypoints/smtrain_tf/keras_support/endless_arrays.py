@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..keras_support.keras_compat import patch_epoch_iterator
+from .keras_compat import patch_epoch_iterator
 
 _INSTALLED = "_smtrain_endless_arrays"
 

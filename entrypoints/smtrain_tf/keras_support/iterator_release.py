@@ -22,7 +22,7 @@ import sys
 import threading
 from typing import Any, List, Optional
 
-from ..keras_support.keras_compat import patch_epoch_iterator
+from .keras_compat import patch_epoch_iterator
 
 _INSTALLED = "_smtrain_releases_iterators"
 _POLL_S = 0.05  # how soon an iterator is deleted after its last use (it still holds its prefetched batches)

@@ -1,25 +1,25 @@
-"""smtrain's metric line from Keras's own fit, so SageMaker's metric definitions read wrapped runs too.
+"""smtrain's metric line from Keras's own fit (wrapped scripts and smtrain_tf.fit), which SageMaker's metric
+definitions read.
 
     epoch=2 step=90 loss=0.2811 accuracy=0.9241 val_loss=0.2533 val_accuracy=0.9306 lr=0.001 ...
 
 The line is training/metrics.py's epoch_line over every value of Keras's logs. With TensorBoard on
-(SMTRAIN_TENSORBOARD_DIR), the same values go to event files, as smtrain_tf.fit writes them: on the chief,
-each fit call in a directory of its own (training/summaries.py), on every layout alike.
+(SMTRAIN_TENSORBOARD_DIR), the same values go to event files: on the chief, each fit call in a directory of
+its own (training/summaries.py), on every layout alike.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
 from ..contract import mlflow_run
 from ..keras_support.optimization import current_learning_rate
-from ..training import metrics
-from ..training.summaries import Summaries, numbered
-from .context import WrapContext
+from . import metrics
+from .summaries import Summaries, numbered
 
 # Keras's logs name the rate itself; the line has its own lr=.
 _RATE_KEYS = ("learning_rate", "lr")
@@ -43,7 +43,7 @@ def _iterations(model: Any) -> Optional[int]:
         return None
 
 
-_calls = [0]  # the wrapped script's fit calls: their TensorBoard directories, `fit=N` in their lines
+_calls = [0]  # the process's fit calls (wrapped or smtrain_tf.fit): their TensorBoard directories, `fit=N` in lines
 
 
 def _values(logs: Mapping[str, Any], validation: bool) -> dict:
@@ -57,11 +57,13 @@ def _values(logs: Mapping[str, Any], validation: bool) -> dict:
             if k.startswith("val_") == validation and k not in _RATE_KEYS}
 
 
-def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int]) -> Any:
-    """A callback of `keras`'s own class (Keras 2 and 3 each check theirs) that prints the line."""
+def make_callback(keras: Any, say: Callable[[str], None], tensorboard_dir: Optional[str], started_at: float,
+                  examples_per_epoch: Optional[int]) -> Any:
+    """A callback of `keras`'s own class (Keras 2 and 3 each check theirs) that prints the line (the chief's: the
+    caller adds it there only); with `tensorboard_dir`, also TensorBoard scalars, this fit call's own directory."""
     _calls[0] += 1
     call = _calls[0]
-    directory = ctx.contract.tensorboard_dir
+    directory = tensorboard_dir
     summaries = Summaries(numbered(directory, call)) if directory else None
 
     class SmtrainEpochLines(keras.callbacks.Callback):
@@ -88,8 +90,8 @@ def make_callback(keras: Any, ctx: WrapContext, examples_per_epoch: Optional[int
             rate = examples_per_epoch / seconds if examples_per_epoch else None
             learning_rate = current_learning_rate(self.model.optimizer)
             line = line_from_logs(epoch + 1, step, dict(logs or {}), learning_rate, rate,
-                                  time.time() - ctx.started_at, call)
-            ctx.say(line)
+                                  time.time() - started_at, call)
+            say(line)
             mlflow_run.epoch(metrics.fields(line), call)
             if summaries is not None:
                 validation = _values(dict(logs or {}), True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from . import keras_repairs
+from ..keras_support import keras_repairs
 
 _INSTALLED = "_smtrain_check_build"
 
