@@ -24,7 +24,8 @@ Map (each subpackage's __init__ names its modules; entrypoints/README.md has a l
 
     _main.py        the bundled entrypoint's program (smtrain_entry.py calls its main()): contract, strategy,
                     training, export; on failure one line and an exit status
-    training/       the training loop: session.py puts the entrypoint's run together; fit.py is smtrain_tf.fit
+    training/       the training loops (Keras's own fit; smtrain's for parameter server and Horovod/smddp):
+                    session.py puts the entrypoint's run together; fit.py is smtrain_tf.fit
     wrap/           the wrap (smtrain_wrap.py calls wrap/launcher.py): the user's own script, or a notebook's,
                     run unchanged under the job's strategy, with Keras patched
     contract/       the container contract: SM_* variables, hyperparameters, TF_CONFIG, the failure file, errors

@@ -262,7 +262,7 @@ def fit(model: Any, train: Any, validation: Any = None, *, epochs: int = 1,
         train = _as_planned_in_a_check(train)
     caller = sys._getframe(1)
     line = caller.f_lineno
-    location = (_place or fitting.keras_loop.script_place)(caller.f_code.co_filename, line) \
+    location = (_place or fitting.fit_keras.script_place)(caller.f_code.co_filename, line) \
         or f"{caller.f_code.co_filename}:{line}"
     return fitting.fit(dist, _contract(), model, train, validation, epochs=epochs,
                        batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch, loss=loss,

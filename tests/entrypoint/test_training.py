@@ -285,3 +285,58 @@ def test_user_model_hook(tmp_path: Path, digits_npz: dict[str, Path], hosts: lis
     assert float(parse_metrics(metric_lines(out)[-1])["val_accuracy"]) > 0.9
     assert (host.model_dir / "1" / "saved_model.pb").is_file()
 
+
+
+# A model hook's model with a train_step of its own (keras.io's "customizing what happens in fit" form): the bundled
+# program trains through Keras's fit, so that step runs, on every replica, with the program's compiled loss.
+OWN_STEP_HOOK = '''
+import keras
+import tensorflow as tf
+
+
+class Counting(keras.Model):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.flat = keras.layers.Flatten()
+        self.hidden = keras.layers.Dense(32, activation="relu")
+        self.logits = keras.layers.Dense(num_classes)
+        self.steps_seen = keras.metrics.Sum(name="own_steps")
+
+    def call(self, inputs):
+        return self.logits(self.hidden(self.flat(inputs)))
+
+    def train_step(self, data):
+        features, labels = data
+        with tf.GradientTape() as tape:
+            predicted = self(features, training=True)
+            loss = self.compute_loss(x=features, y=labels, y_pred=predicted)
+        self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+        self.steps_seen.update_state(1.0)
+        return {"loss": loss, "own_steps": self.steps_seen.result()}
+
+
+def build_model(input_shape, num_classes, hyperparameters):
+    model = Counting(num_classes)
+    model(tf.zeros((1, *input_shape)))
+    return {"model": model}
+'''
+
+
+def test_a_model_hooks_own_train_step_runs_on_every_replica(tmp_path: Path, digits_npz: dict[str, Path],
+                                                            hosts: list[Host]) -> None:
+    code = tmp_path / "code"
+    shutil.copytree(ENTRYPOINTS, code, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
+    (code / "own_step.py").write_text(OWN_STEP_HOOK)
+    host = make_host(tmp_path, "algo-1", ["algo-1"], channels=digits_npz,
+                     hyperparameters={"model": "own_step:build_model", "epochs": 2, "batch_size_per_replica": 32})
+    host.env["SMTRAIN_CPU_REPLICAS"] = "2"
+    hosts.append(host.start(script=code / "smtrain_entry.py"))
+    _assert_ok(host, _finish(host))
+    out = host.stdout()
+    assert "strategy=mirrored replicas=2" in out and "loop=keras_fit" in out
+    # 1437 examples at 64 a step: 22 steps an epoch, counted by the step itself on each replica (Keras resets the
+    # model's metrics at each epoch, and reports a step's own value as the replicas' mean).
+    lines = [parse_metrics(line) for line in metric_lines(out)]
+    assert [line["step"] for line in lines] == ["22", "44"]
+    assert [float(line["own_steps"]) for line in lines] == [22.0, 22.0]
+    assert float(lines[-1]["loss"]) < float(lines[0]["loss"])

@@ -24,7 +24,7 @@ SAVED_MODEL_VERSION = "1"  # TF Serving loads <model_dir>/<version>/
 KERAS_FILE = "model.keras"
 
 
-def _clone(model: Any, weights: List[np.ndarray]) -> Any:
+def _clone(model: Any, weights: List[np.ndarray], with_compile: bool) -> Any:
     try:
         clone = keras.models.clone_model(model)
     except (TypeError, ValueError, NotImplementedError) as exc:
@@ -32,6 +32,10 @@ def _clone(model: Any, weights: List[np.ndarray]) -> Any:
         say(f"warning: the model cannot be cloned for export ({exc}); saving it as trained")
         return model
     clone.set_weights(weights)
+    if not with_compile and getattr(clone, "compiled", False):
+        # Keras 3 compiles a clone as the model was: a compile the program made (its warm-up schedule is
+        # smtrain_tf's class) stays out of model.keras, which then loads anywhere Keras does.
+        clone.compiled = False
     return clone
 
 
@@ -57,9 +61,10 @@ def _replace_dir(tmp: str, final: str) -> None:
 
 def save_artifacts(model: Any, weights: List[np.ndarray], model_dir: str, input_shape: Sequence[int],
                    from_logits: bool) -> List[str]:
-    """Write both artifacts through temporary names, so a reader never sees half of one."""
+    """Write both artifacts through temporary names, so a reader never sees half of one. A built-in model
+    is saved uncompiled (the program compiled it for training)."""
     os.makedirs(model_dir, exist_ok=True)
-    clone = _clone(model, weights)
+    clone = _clone(model, weights, with_compile=False)
     written = []
     saved_model = os.path.join(model_dir, SAVED_MODEL_VERSION)
     tmp = os.path.join(model_dir, f".{SAVED_MODEL_VERSION}.tmp")
@@ -74,10 +79,11 @@ def save_artifacts(model: Any, weights: List[np.ndarray], model_dir: str, input_
     return written
 
 
-def save_model(model: Any, weights: List[np.ndarray], model_dir: str) -> List[str]:
-    """A user's model: the SavedModel Keras exports for serving (`serving_default`), and model.keras."""
+def save_model(model: Any, weights: List[np.ndarray], model_dir: str, with_compile: bool = True) -> List[str]:
+    """A user's model: the SavedModel Keras exports for serving (`serving_default`), and model.keras (with its
+    compile settings unless `with_compile` is False: a compile the program made for it)."""
     os.makedirs(model_dir, exist_ok=True)
-    clone = _clone(model, weights)
+    clone = _clone(model, weights, with_compile)
     saved_model = os.path.join(model_dir, SAVED_MODEL_VERSION)
     tmp = os.path.join(model_dir, f".{SAVED_MODEL_VERSION}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)

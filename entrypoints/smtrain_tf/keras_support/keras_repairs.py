@@ -14,7 +14,9 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    share), with labels shaped like the model's output where the batch has none. Taking a real batch
    would iterate the data once more before the epoch: a shuffle (Keras's of arrays, or the script's
    `Dataset.shuffle`, reshuffled at each iteration) would then give the first epoch another order than
-   one device's, which iterates it once.
+   one device's, which iterates it once. So under a strategy of one replica too (MultiWorkerMirrored of one
+   worker: the bundled program on one host of such a plan), where Keras builds from a real batch and the
+   epoch then starts from a fresh iterator.
 2. MultiWorkerMirrored: each step's logs are reduced with `strategy.reduce("MEAN", v, axis=0)`, which
    fails on the scalar logs every model returns (same issue). They are averaged over the replicas of
    every worker (axis=None), as Keras averages them over local replicas under MirroredStrategy.
@@ -73,9 +75,12 @@ def _local_part(strategy: Any, value: Any) -> Any:
 def zeros_like_batch(iterator: Any) -> Any:
     """A batch of zeros with the data's structure, dtypes and shapes (an unknown size is 1), read from the
     dataset Keras's epoch iterator distributes, without iterating it."""
-    from keras.src import tree
+    return zeros_like_spec(iterator.data_adapter.get_tf_dataset().element_spec)
 
-    spec = iterator.data_adapter.get_tf_dataset().element_spec
+
+def zeros_like_spec(spec: Any) -> Any:
+    """Zeros for a dataset's element_spec (an unknown size is 1); TypeError for a ragged or sparse part."""
+    from keras.src import tree
 
     def zeros(part: Any) -> Any:
         if not isinstance(part, tf.TensorSpec):
@@ -110,7 +115,7 @@ def _repair_symbolic_build(trainer: Any) -> None:
 
     def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
         strategy = self._distribute_strategy
-        if iterator is None or strategy is None or strategy.num_replicas_in_sync <= 1:
+        if iterator is None or strategy is None:
             return original(self, iterator=iterator, data_batch=data_batch)
         try:
             data_batch = zeros_like_batch(iterator)

@@ -10,6 +10,8 @@ from ..distribute import devices
 from .keras_compat import keras, loss_scale_optimizer
 
 
+# Registered: Keras 3 clones a compiled model (the export's copy) by deserializing its optimizer, schedule included.
+@keras.utils.register_keras_serializable(package="smtrain_tf")
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from rate/warmup_steps to the rate over warmup_steps, then constant.
 

@@ -54,6 +54,9 @@ class Checkpointer:
         # Progress lives outside the strategy scope: a plain variable every strategy can save.
         self.progress = tf.Variable([0, 0, 0], dtype=tf.int64, trainable=False, name="progress")
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, progress=self.progress)
+        # Made now, outside any strategy's scope, by every process: made at the first save instead (in a scope, or
+        # restored on the chief only) it would be a variable the other workers wait to receive.
+        _ = self.checkpoint.save_counter
         self._manager: Optional[tf.train.CheckpointManager] = None
 
     @property

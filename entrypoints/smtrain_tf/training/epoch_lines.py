@@ -70,6 +70,7 @@ def make_callback(keras: Any, say: Callable[[str], None], tensorboard_dir: Optio
         def __init__(self) -> None:
             super().__init__()
             self._began = time.perf_counter()
+            self.last: dict = {}  # the last line's fields (the bundled program's training summary)
 
         def on_train_begin(self, logs: Optional[Mapping[str, Any]] = None) -> None:
             # The rate as the script's optimizer holds it once the wrap scaled it (if a rule asked it to).
@@ -92,7 +93,8 @@ def make_callback(keras: Any, say: Callable[[str], None], tensorboard_dir: Optio
             line = line_from_logs(epoch + 1, step, dict(logs or {}), learning_rate, rate,
                                   time.time() - started_at, call)
             say(line)
-            mlflow_run.epoch(metrics.fields(line), call)
+            self.last = metrics.fields(line)
+            mlflow_run.epoch(self.last, call)
             if summaries is not None:
                 validation = _values(dict(logs or {}), True)
                 summaries.epoch(epoch, _values(dict(logs or {}), False), validation or None, learning_rate,

@@ -1,6 +1,6 @@
 """smtrain_tf.fit: a user's Keras model trained under the job's strategy; its arguments checked here.
 
-Under the default, Mirrored and MultiWorkerMirrored strategies the loop is Keras's own fit (keras_loop.py),
+Under the default, Mirrored and MultiWorkerMirrored strategies the loop is Keras's own fit (fit_keras.py),
 the model's own train_step included. Under parameter server and Horovod/smddp, where Keras's fit has no loop
 for the strategy, and for Keras 2 with gradient accumulation, it is the bundled entrypoint's (steps, runners,
 the epoch loop, checkpoints and resume, metric lines with the model's compiled metrics, TensorBoard scalars),
@@ -27,7 +27,7 @@ from ..keras_support import optimization
 from ..keras_support.keras_compat import build_optimizer, keras
 from ..keras_support.measures import Measures
 from . import callbacks as callback_support
-from . import keras_loop, metrics, user_data
+from . import fit_keras, keras_loop, metrics, user_data
 from .checkpoints import Checkpointer, Progress, resume
 from .loop import LoopConfig, train
 from .runners import CoordinatorRunner, InProcessRunner
@@ -107,7 +107,7 @@ def fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, val
                     optimizer=optimizer, callbacks=callbacks, gradient_accumulation_steps=gradient_accumulation_steps,
                     shuffle_buffer=shuffle_buffer, seed=seed, checkpoint=checkpoint, log_every_steps=log_every_steps,
                     initial_epoch=initial_epoch, steps_per_execution=steps_per_execution, say=say,
-                    location=location, place=place or keras_loop.script_place)
+                    location=location, place=place or fit_keras.script_place)
     except Exception as exc:
         known = known_failures.recognise(exc)
         if known is not None:
@@ -147,16 +147,16 @@ def _fit(dist: Distribution, contract: Contract, model: Any, train_data: Any, va
     if keras_loop.applies(dist, accumulation):
         given = loss is not None or optimizer is not None
         loss, optimizer = _required(model, loss, optimizer, needs_loss=not keras_loop.own_step(model))
-        keras_loop.build_if_needed(dist, model, data.dataset, batched)
+        fit_keras.build_if_needed(dist, model, data.dataset, batched)
         _check_variables_in_scope(dist, model)
         _calls += 1
-        return keras_loop.fit(dist, contract, model, data, held_out, epochs=int(epochs),
-                              batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch,
-                              loss=loss, optimizer=optimizer, given=given, callbacks=given_callbacks,
-                              accumulation=accumulation, shuffle_buffer=shuffle_buffer, seed=seed,
-                              checkpoint=checkpoint, log_every_steps=log_every_steps or hp("log_every_steps"),
-                              initial_epoch=int(initial_epoch), steps_per_execution=steps_per_execution,
-                              fit_call=_calls, location=location, place=place, started_at=started_at, say=say)
+        return fit_keras.fit(dist, contract, model, data, held_out, epochs=int(epochs),
+                             batch_size_per_replica=batch_size_per_replica, steps_per_epoch=steps_per_epoch,
+                             loss=loss, optimizer=optimizer, given=given, callbacks=given_callbacks,
+                             accumulation=accumulation, shuffle_buffer=shuffle_buffer, seed=seed,
+                             checkpoint=checkpoint, log_every_steps=log_every_steps or hp("log_every_steps"),
+                             initial_epoch=int(initial_epoch), steps_per_execution=steps_per_execution,
+                             fit_call=_calls, location=location, place=place, started_at=started_at, say=say)
     loss, optimizer = _prepare_model(dist, model, loss, optimizer, data.dataset, batched)
 
     stream = user_data.training(data, dist, batch_size_per_replica=batch_size_per_replica, accumulation=accumulation,

@@ -39,9 +39,10 @@ def _numbers(logs: Optional[Mapping[str, Any]]) -> Dict[str, float]:
 
 def make_callback(keras: Any, *, start: Progress, steps_per_epoch: int, accumulation: int,
                   checkpointer: Optional[Checkpointer], checkpoint_every: int, log_every: int, fail_on_nan: bool,
-                  global_batch: int, started_at: float, emit: Callable[[str], None]) -> Any:
+                  global_batch: int, started_at: float, emit: Callable[[str], None],
+                  heartbeat: Callable[[], None] = lambda: None) -> Any:
     """The callback (of `keras`'s own class). `start`: where training resumes; `emit`: the chief's say, a no-op
-    elsewhere."""
+    elsewhere; `heartbeat`: told after every call of steps and every epoch (the bundled program's hang guard)."""
 
     class SmtrainJob(keras.callbacks.Callback):
         def __init__(self) -> None:
@@ -61,6 +62,7 @@ def make_callback(keras: Any, *, start: Progress, steps_per_epoch: int, accumula
             done = self._epoch_began_at + (batch + 1) // accumulation
             progress = Progress(self.progress.epoch, done, self.progress.global_step + done - self.progress.epoch_step)
             self.progress = progress
+            heartbeat()
             values = _numbers(logs)
             loss = values.get("loss")
             if fail_on_nan and loss is not None and not math.isfinite(loss):
@@ -86,6 +88,7 @@ def make_callback(keras: Any, *, start: Progress, steps_per_epoch: int, accumula
                 self._cut = False
             self.progress = Progress(epoch + 1, 0, self.progress.global_step)
             self._save(self.progress)
+            heartbeat()
 
         def _save(self, progress: Progress) -> None:
             if checkpointer is None:

@@ -1,11 +1,16 @@
 """One training run put together: strategy, data (channels or a data hook), model, optimizer, measures,
-checkpoints, loop, TensorBoard scalars and artifacts."""
+checkpoints, loop, TensorBoard scalars and artifacts.
+
+The loop is Keras's own fit (keras_loop.py: the model compiled with the bundle's loss and metrics, its own
+train_step if a model hook gives one), except under parameter server and Horovod/smddp (and Keras 2 with
+gradient accumulation), where Keras has no loop for the strategy: smtrain's loop (loop.py), frozen there.
+"""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -26,8 +31,8 @@ from ..keras_support.keras_compat import build_optimizer, keras, keras_version
 from ..keras_support.measures import Measures
 from ..models import builders
 from ..models.names import BUILT_INS
-from . import metrics, user_data
-from .checkpoints import Checkpointer, resume
+from . import fit_keras, keras_loop, metrics, user_data
+from .checkpoints import Checkpointer, Progress, resume
 from .loop import LoopConfig, train
 from .runners import CoordinatorRunner, InProcessRunner
 from .steps import StepFunctions
@@ -80,6 +85,9 @@ class TrainingSession:
                                                         hp("max_steps_per_epoch"))
         self.learning_rate = scaling.scaled_learning_rate(hp("learning_rate"), hp("lr_scaling"),
                                                           self.dist.num_replicas * stands_for * self.accumulation)
+        # Keras's own fit trains, except where Keras has no loop for the strategy (keras_loop.applies).
+        self.keras_fit = keras_loop.applies(self.dist, self.accumulation)
+        self.compiled_by_user = True  # a hook's model as it came: saved with its compile settings
 
     # --- data ----------------------------------------------------------------------------------
 
@@ -192,12 +200,18 @@ class TrainingSession:
                 schedule = optimization.WarmupSchedule(self.learning_rate, warmup_steps)
                 optimizer = optimization.make_optimizer(hp("optimizer"), schedule, hp("momentum"))
             optimizer = optimization.with_loss_scaling(optimizer, self.mixed)
+            if self.keras_fit:
+                try:
+                    keras_loop.accumulate(optimizer, self.accumulation)
+                except ValueError as exc:
+                    raise ConfigurationError(f"model {hp('model')}: {exc}") from None
             build_optimizer(optimizer, bundle.model.trainable_variables)
         return bundle, optimizer
 
     # --- run -----------------------------------------------------------------------------------
 
-    def _config_line(self, measures: Measures, bundle: builders.ModelBundle, optimizer: Any) -> str:
+    def _config_line(self, bundle: builders.ModelBundle, optimizer: Any, steps_per_call: int,
+                     metric_names: List[str]) -> str:
         hp = self.contract.hp
         # A hook's own optimizer keeps its rate: neither the spec's rate nor its scaling applies.
         rate = (f"learning_rate={self.learning_rate:.6g} lr_scaling={hp('lr_scaling')}" if bundle.optimizer is None
@@ -207,12 +221,12 @@ class TrainingSession:
         return (f"config {distribution.describe(self.dist)} batch_size_per_replica={self.per_replica_batch} "
                 f"global_batch_size={self.global_batch} gradient_accumulation_steps={self.accumulation} "
                 f"effective_batch_size={self.effective_batch} {rate} warmup_epochs={hp('warmup_epochs'):g} "
-                f"steps_per_epoch={self.steps_per_epoch} steps_per_execution={hp('steps_per_execution')} "
+                f"steps_per_epoch={self.steps_per_epoch} steps_per_execution={steps_per_call} "
                 f"mixed_precision={'on' if self.mixed else 'off'} xla={'on' if hp('xla') else 'off'} "
                 f"model={hp('model')} data={hp('data')} classes={self.num_classes} "
                 f"examples={self.num_examples if self.num_examples is not None else 'uncounted'} input_shape={shape} "
-                f"metrics={','.join(measures.names) or 'none'} chief={self.dist.is_chief} "
-                f"instance={self.contract.instance_type or 'unknown'}")
+                f"metrics={','.join(metric_names) or 'none'} chief={self.dist.is_chief} "
+                f"instance={self.contract.instance_type or 'unknown'} loop={'keras_fit' if self.keras_fit else 'smtrain'}")
 
     def run(self, heartbeat: Callable[[], None]) -> None:
         hp = self.contract.hp
@@ -221,6 +235,61 @@ class TrainingSession:
             measures = Measures(bundle.model, bundle.loss, bundle.metrics, bundle.loss_weights, bundle.from_logits)
         except ValueError as exc:
             raise ConfigurationError(f"model {hp('model')}: {exc}") from None
+        if self.keras_fit:
+            end, last = self._train_with_keras(bundle, optimizer, measures, heartbeat)
+        else:
+            end, last = self._train_with_smtrain_loop(bundle, optimizer, measures, heartbeat)
+        self._finish(bundle, end, last)
+
+    def _begin_mlflow(self) -> None:
+        if self.dist.is_chief:
+            mlflow_run.begin({"replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
+                              "strategy": self.dist.kind, "global_batch": self.effective_batch,
+                              "learning_rate": self.learning_rate, "model": self.contract.hp("model")}, self.say)
+
+    def _train_with_keras(self, bundle: builders.ModelBundle, optimizer: Any, measures: Measures,
+                          heartbeat: Callable[[], None]) -> Tuple[Progress, Dict[str, str]]:
+        """Keras's own fit: the model compiled with the bundle's loss (logits as the model gives them) and metrics."""
+        hp = self.contract.hp
+        model = bundle.model
+        self.compiled_by_user = bool(getattr(model, "compiled", False) or getattr(model, "_is_compiled", False))
+        loss = keras_loop.compile_loss(bundle.loss, bundle.from_logits)
+        metrics_given = bundle.metrics or keras_loop.default_metrics(model, loss)
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics_given, loss_weights=bundle.loss_weights,
+                      jit_compile=bool(hp("xla")))
+        schedule = keras_loop.Schedule(
+            epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch, accumulation=self.accumulation,
+            global_batch=self.effective_batch, steps_per_execution=hp("steps_per_execution"),
+            checkpoint_dir=self.contract.checkpoint_dir, log_every_steps=hp("log_every_steps"))
+        dataset = self._keras_training_input()
+        prepared = keras_loop.prepare(self.dist, self.contract, model, schedule, [], dataset, self.say)
+        validation = self._validation_input()
+        names = measures.names if bundle.metrics else keras_loop.metric_names(metrics_given)
+        self.say(self._config_line(bundle, optimizer, prepared.steps_per_call, names))
+        self._begin_mlflow()
+        trained = keras_loop.train(self.dist, self.contract, model, schedule, prepared, dataset, validation, [],
+                                   location="smtrain_entry.py", place=fit_keras.script_place,
+                                   started_at=self.started_at, say=self.say, heartbeat=heartbeat)
+        return trained.end, trained.last_metrics
+
+    def _keras_training_input(self) -> tf.data.Dataset:
+        """The global micro-batches, endless: Keras takes `accumulation` of them per optimizer step."""
+        hp = self.contract.hp
+        if self.hook is not None:
+            source = user_data.as_dataset(self.hook.train, "train", self.per_replica_batch)
+            user_data.warn_if_not_split_by_file(source, self.dist, "training", self.say)
+            return user_data.training(source, self.dist, batch_size_per_replica=self.per_replica_batch,
+                                      accumulation=1, steps_per_epoch=self.steps_per_epoch * self.accumulation,
+                                      shuffle_buffer=hp("shuffle_buffer"), seed=hp("seed")).dataset
+        return pipeline.training(self.train_data, self.dist.per_process_batch(self.global_batch), seed=hp("seed"),
+                                 sharding=self._sharding(), num_workers=self.dist.num_workers,
+                                 shuffle_buffer=hp("shuffle_buffer"), cache=hp("cache"),
+                                 cache_max_mb=hp("cache_max_mb"))
+
+    def _train_with_smtrain_loop(self, bundle: builders.ModelBundle, optimizer: Any, measures: Measures,
+                                 heartbeat: Callable[[], None]) -> Tuple[Progress, Dict[str, str]]:
+        """Parameter server, Horovod/smddp (and Keras 2 with gradient accumulation): smtrain's loop, frozen."""
+        hp = self.contract.hp
         steps = StepFunctions(self.dist, bundle.model, optimizer, measures, self.per_replica_batch, hp("xla"),
                               self.accumulation)
         checkpointer = Checkpointer(self.contract.checkpoint_dir, hp("keep_checkpoints"), kind=self.dist.kind,
@@ -229,11 +298,8 @@ class TrainingSession:
         start = resume(checkpointer, self.dist, bundle.model, optimizer, self.steps_per_epoch, self.say)
         runner = self._training_input(steps)
         validation = self._validation_input()
-        self.say(self._config_line(measures, bundle, optimizer))
-        if self.dist.is_chief:
-            mlflow_run.begin({"replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
-                              "strategy": self.dist.kind, "global_batch": self.effective_batch,
-                              "learning_rate": self.learning_rate, "model": hp("model")}, self.say)
+        self.say(self._config_line(bundle, optimizer, hp("steps_per_execution"), measures.names))
+        self._begin_mlflow()
         config = LoopConfig(epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch,
                             steps_per_execution=hp("steps_per_execution"),
                             checkpoint_every_steps=hp("checkpoint_every_steps"),
@@ -249,7 +315,10 @@ class TrainingSession:
         finally:
             if summaries is not None:
                 summaries.close()
-        end = result.progress
+        return result.progress, result.last_metrics
+
+    def _finish(self, bundle: builders.ModelBundle, end: Progress, last_metrics: Dict[str, str]) -> None:
+        """The weights digest from every process; the artifacts and the training summary from the chief."""
         weights, digest = metrics.say_weights(bundle.model, self.say)
         if self.dist.is_chief:
             began = time.time()
@@ -258,13 +327,14 @@ class TrainingSession:
                 written = artifacts.save_artifacts(bundle.model, weights, self.contract.model_dir, self.input_shape,
                                                    bundle.from_logits)
             else:  # a hook's model keeps its own inputs and outputs in the serving signature
-                written = artifacts.save_model(bundle.model, weights, self.contract.model_dir)
+                written = artifacts.save_model(bundle.model, weights, self.contract.model_dir,
+                                               with_compile=self.compiled_by_user)
             self.say(f"saved {' and '.join(written)} in {time.time() - began:.1f}s")
             artifacts.write_summary(self.contract.output_data_dir, {
                 "strategy": self.dist.kind, "replicas": self.dist.num_replicas, "workers": self.dist.num_workers,
                 "global_batch_size": self.global_batch, "learning_rate": self.learning_rate,
                 "gradient_accumulation_steps": self.accumulation, "effective_batch_size": self.effective_batch,
-                "epochs": end.epoch, "steps": end.global_step, "last_epoch_metrics": result.last_metrics,
+                "epochs": end.epoch, "steps": end.global_step, "last_epoch_metrics": last_metrics,
                 "weights_sha256": digest, "tensorflow": tf.__version__, "keras": keras_version(),
                 "mixed_precision": self.mixed, "artifacts": [os.path.basename(p) for p in written]})
         self.say(f"training finished epochs={end.epoch} steps={end.global_step} "
