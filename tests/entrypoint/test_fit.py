@@ -159,7 +159,8 @@ def test_mirrored_over_two_cpu_replicas(tmp_path: Path, code: Path, digits_npz, 
 
 # --- several processes ----------------------------------------------------------------------------
 
-def test_multi_worker_mirrored_two_processes(tmp_path: Path, code: Path, digits_npz, hosts: list[Host]) -> None:
+def test_multi_worker_mirrored_two_processes(tmp_path: Path, code: Path, digits_npz, digits,
+                                            hosts: list[Host]) -> None:
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
     names = ["algo-1", "algo-2"]
     chief, worker = (_host(tmp_path, digits_npz, 3, name=name, names=names, tf_config=mwms_tf_config(addresses, i),
@@ -173,6 +174,14 @@ def test_multi_worker_mirrored_two_processes(tmp_path: Path, code: Path, digits_
     assert len(metric_lines(chief.stdout())) == 3 and not metric_lines(worker.stdout())
     assert _val_accuracy(chief.stdout()) >= 0.85
     _chief_artifacts(chief, chief.stdout())
+    # The line's val_loss is the whole validation set's, over both workers (fit compiled the default accuracy in
+    # under the strategy: Keras's loss tracker made outside it would be each worker's own mean).
+    import tensorflow as tf
+
+    saved = tf.keras.models.load_model(str(chief.model_dir / "model.keras"))
+    logits = saved.predict(digits["x_val"], verbose=0)
+    loss = float(tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)(digits["y_val"], logits))
+    assert float(parse_metrics(metric_lines(chief.stdout())[-1])["val_loss"]) == pytest.approx(loss, rel=2e-3)
     assert _saved(worker.stdout()) == [] and list(worker.model_dir.iterdir()) == []
     assert list(worker.checkpoint_dir.iterdir()) == [] and any(chief.checkpoint_dir.iterdir())
 

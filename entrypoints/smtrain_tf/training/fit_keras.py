@@ -35,7 +35,7 @@ def build_if_needed(dist: Distribution, model: Any, data: tf.data.Dataset, batch
         model(user_data.sample_batch(data, batched), training=False)
 
 
-def _compile(model: Any, loss: Any, optimizer: Any, given: bool, accumulation: int) -> None:
+def _compile(dist: Distribution, model: Any, loss: Any, optimizer: Any, given: bool, accumulation: int) -> None:
     """Compile the model for Keras's fit: with the loss and optimizer given (the model's own compile settings
     kept), or as the script compiled it; the default accuracy added when it has no metric."""
     compiled = measures_mod.compiled(model)
@@ -55,7 +55,8 @@ def _compile(model: Any, loss: Any, optimizer: Any, given: bool, accumulation: i
                          "script does and call fit without loss= and optimizer=")
     keep = {name: config[name] for name in ("loss_weights", "weighted_metrics", "run_eagerly", "jit_compile")
             if config.get(name) is not None}
-    model.compile(optimizer=optimizer, loss=loss, metrics=compiled.get("metrics") or extra, **keep)
+    with dist.scope():  # the loss tracker compile makes: outside the scope each process would keep its own mean
+        model.compile(optimizer=optimizer, loss=loss, metrics=compiled.get("metrics") or extra, **keep)
 
 
 def fit(dist: Distribution, contract: Contract, model: Any, data: user_data.Source,
@@ -75,7 +76,7 @@ def fit(dist: Distribution, contract: Contract, model: Any, data: user_data.Sour
         data, dist, batch_size_per_replica=batch_size_per_replica, accumulation=1,
         steps_per_epoch=spe * accumulation, shuffle_buffer=shuffle_buffer, seed=seed)
     validation = user_data.validation(held_out, dist, batch_size_per_replica)
-    _compile(model, loss, optimizer, given, accumulation)
+    _compile(dist, model, loss, optimizer, given, accumulation)
     schedule = keras_loop.Schedule(
         epochs=epochs, steps_per_epoch=spe, accumulation=accumulation, global_batch=counted.global_batch,
         steps_per_execution=int(steps_per_execution or hp("steps_per_execution")),

@@ -18,6 +18,7 @@ During `smtrain check` the call is the same, cut to the check's steps, the model
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
@@ -215,8 +216,9 @@ def train(dist: Distribution, contract: Contract, model: Any, schedule: Schedule
         examples = schedule.global_batch * spe if schedule.global_batch else None
         lines = epoch_lines.make_callback(keras, say, contract.tensorboard_dir, started_at, examples)
         listed.append(lines)
+    # shuffle=False: the stream is shuffled already (Keras would warn that it ignores its default True).
     arguments = dict(x=dataset, epochs=schedule.epochs, steps_per_epoch=spe * k, validation_data=validation,
-                     callbacks=listed, initial_epoch=prepared.start.epoch, verbose=0)
+                     callbacks=listed, initial_epoch=prepared.start.epoch, verbose=0, shuffle=False)
     recorder = None
     if checking is not None:
         # `smtrain check`: this same fit, cut to the check's steps, the model's own steps recorded.
@@ -231,7 +233,11 @@ def train(dist: Distribution, contract: Contract, model: Any, schedule: Schedule
     try:
         # Outside the strategy's scope, as a script calls fit (Keras keeps the strategy the model was built under):
         # what the callbacks make (a checkpoint's save counter) stays a plain variable of each process.
-        history = _own_fit(model)(model, **arguments)
+        with warnings.catch_warnings():
+            # Keras warns "Your input ran out of data; interrupting training" each time it evaluates a dataset of
+            # unknown length to its end (a CSV channel): the training stream never ends, so it says nothing true.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            history = _own_fit(model)(model, **arguments)
     finally:
         restore()
     if recorder is not None:

@@ -255,8 +255,9 @@ class TrainingSession:
         self.compiled_by_user = bool(getattr(model, "compiled", False) or getattr(model, "_is_compiled", False))
         loss = keras_loop.compile_loss(bundle.loss, bundle.from_logits)
         metrics_given = bundle.metrics or keras_loop.default_metrics(model, loss)
-        model.compile(optimizer=optimizer, loss=loss, metrics=metrics_given, loss_weights=bundle.loss_weights,
-                      jit_compile=bool(hp("xla")))
+        with self.dist.scope():  # the compiled loss tracker's variables too: each process's own outside it
+            model.compile(optimizer=optimizer, loss=loss, metrics=metrics_given, loss_weights=bundle.loss_weights,
+                          jit_compile=bool(hp("xla")))
         schedule = keras_loop.Schedule(
             epochs=hp("epochs"), steps_per_epoch=self.steps_per_epoch, accumulation=self.accumulation,
             global_batch=self.effective_batch, steps_per_execution=hp("steps_per_execution"),
