@@ -9,6 +9,7 @@ import pytest
 
 from . import conftest
 from .conftest import write_csv, write_npz, write_tfrecord
+from .sagemaker_env import base_environment
 
 pytestmark = pytest.mark.slow
 
@@ -153,5 +154,52 @@ def test_tensorflow_errors_of_a_lost_peer_read_as_one_line(tf_modules) -> None:
     assert "unhealthy (stopped sending heartbeats): /job:worker/replica:0/task:1" in failure.reason
     memory = recognise(tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"))
     assert isinstance(memory, TrainingFailure) and "lower batch_size_per_replica" in memory.reason
+    # A checkpoint or export the disk refused (ENOSPC; EFBIG under a file-size limit), from TensorFlow or Python.
+    full = recognise(tf.errors.OutOfRangeError(None, None, "{{function_node __wrapped__SaveV2}} /ckpt/ckpt-44_temp/"
+                                               "part-0; File too large [Op:SaveV2]"))
+    assert isinstance(full, TrainingFailure) and full.reason.startswith("a write failed: the disk is full (/ckpt/")
+    import errno
+
+    assert "No space left on device: /model/1" in recognise(OSError(errno.ENOSPC, "No space left on device",
+                                                                     "/model/1")).reason
+    assert recognise(OSError(errno.ENOENT, "No such file")) is None
     assert recognise(tf.errors.InvalidArgumentError(None, None, "shapes differ")) is None
     assert recognise(ValueError("not TensorFlow's")) is None
+
+
+FULL_DISK_SAVE = '''
+import os, resource, sys
+import tensorflow as tf
+from smtrain_tf.distribute.choice import DEFAULT
+from smtrain_tf.contract.known_failures import recognise
+from smtrain_tf.training.checkpoints import Checkpointer, Progress
+
+directory = sys.argv[1]
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(2)])
+checkpointer = Checkpointer(directory, 3, kind=DEFAULT, is_chief=True, worker_index=0, model=model,
+                            optimizer=tf.keras.optimizers.Adam())
+print("first", os.path.basename(checkpointer.save(Progress(1, 0, 4))))
+big = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(100_000)])
+checkpointer = Checkpointer(directory, 3, kind=DEFAULT, is_chief=True, worker_index=0, model=big,
+                            optimizer=tf.keras.optimizers.Adam())
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))  # Python ignores SIGXFSZ
+try:
+    checkpointer.save(Progress(2, 0, 8))
+except Exception as exc:
+    print("reason", recognise(exc).reason)
+print("left", sorted(os.listdir(directory)))
+'''
+
+
+def test_a_checkpoint_the_full_disk_refuses_fails_with_its_cause_and_leaves_no_partial(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FULL_DISK_SAVE, str(tmp_path / "ckpt")], capture_output=True,
+                          text=True, timeout=300, env={**base_environment(), "PYTHONPATH": conftest.ENTRYPOINTS})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "first ckpt-4" in done.stdout
+    assert "reason a write failed: the disk is full (" in done.stdout and "File too large" in done.stdout
+    # TensorFlow's ckpt-8_temp went with the failure; the earlier checkpoint and its state file stay.
+    left = done.stdout.split("left ", 1)[1]
+    assert "ckpt-8" not in left and "'ckpt-4.index'" in left and "'checkpoint'" in left

@@ -12,6 +12,7 @@ only the chief's checkpoints reach the (S3-synced) checkpoint directory.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
@@ -103,7 +104,13 @@ class Checkpointer:
         """Write a checkpoint; return its path on the chief, None elsewhere."""
         self.set_progress(progress)
         if self.is_chief:
-            return self._chief_manager().save(checkpoint_number=progress.global_step)
+            try:
+                return self._chief_manager().save(checkpoint_number=progress.global_step)
+            except Exception:
+                # A save that failed (a full disk) leaves TensorFlow's <prefix>_temp directory: not a checkpoint.
+                for partial in glob.glob(os.path.join(glob.escape(self.directory), f"ckpt-{progress.global_step}_temp*")):
+                    shutil.rmtree(partial, ignore_errors=True)
+                raise
         if self.kind != MWMS:
             return None
         scratch = tempfile.mkdtemp(prefix=f"smtrain-ckpt-worker{self.worker_index}-")
