@@ -16,7 +16,7 @@ ratio wrapped / hand loop per layout.
 
 Data: scikit-learn's digits (1,797 real 8x8 images, 64 features), tiled with small noise to 32,000 examples.
 
-    .venv/bin/python bench/loop_bench.py [--out FILE] [--rounds 3] [--epochs 4]
+    .venv/bin/python bench/loop_bench.py [--out FILE] [--rounds 5] [--epochs 4]
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def bench(rounds: int, epochs: int, layouts: tuple[str, ...] = LAYOUTS) -> dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--rounds", type=int, default=3)  # the machine varies by 10-20% between runs
+    parser.add_argument("--rounds", type=int, default=5)  # the machine varies by 10-20% between runs
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--as", dest="kind", choices=("wrapped", "hand_loop"), help=argparse.SUPPRESS)

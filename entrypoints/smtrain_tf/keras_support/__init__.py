@@ -7,10 +7,12 @@
     keras_repairs.py  Keras 3's trainer repaired where it fails under MultiWorkerMirrored and several replicas
                       (keras-team/keras#20585, #19246, #20582): its own steps, callbacks and logs otherwise; for
                       the wrap's fit and smtrain_tf.fit's alike
+    several_steps.py  several of Keras 3's steps per call: without asking endless data for an optional before
+                      each, and in a loop that works under several replicas (#19246)
     iterator_release.py  Keras 3's per-epoch data iterators deleted by a thread of their own, not between
                       two epochs of training
-    endless_arrays.py Keras 3's array input under several replicas repeated where its epoch count is all of it,
-                      so TensorFlow skips its per-step check that every replica still has data
+    endless_arrays.py Keras 3's array input repeated where its epoch count is all of it, one iterator for every
+                      epoch: no per-step check that data is left, no new iterator per epoch
 
 All import TensorFlow (keras_compat sets KERAS_BACKEND first).
 """

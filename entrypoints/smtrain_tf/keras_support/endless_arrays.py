@@ -1,21 +1,27 @@
-"""Keras 3's array input under several replicas, made endless: TensorFlow then skips its per-step data check.
+"""Keras 3's array input made endless where its epoch count is all of it: each call then asks the data nothing.
 
-On a finite distributed dataset TensorFlow handles a last, partial batch at every step: its iterator
-asks whether every replica still has data (keras's array batches have no static size, and under
-MultiWorkerMirrored the answer is a collective across the workers), in case one ends before the others.
-On the loop bench's MLP that check cost a third of each step on 2 hosts and about a fifth on 2 replicas;
-an endless dataset (`repeat()`, infinite cardinality) is iterated without it
-(tensorflow/python/distribute/input_lib.py `_enable_get_next_as_optional`).
+On a finite dataset every step must ask whether there is data left: Keras's several steps per call ask for an
+optional before each step (several_steps.py keeps that for finite data), and under several replicas
+TensorFlow's distributed iterator asks whether every replica still has data (keras's array batches have no
+static size, and under MultiWorkerMirrored the answer is a collective across the workers), in case one ends
+before the others (tensorflow/python/distribute/input_lib.py `_enable_get_next_as_optional`). On the loop
+bench's MLP those checks cost a third of each step on 2 hosts, about a fifth on 2 replicas and an eighth on
+one device; an endless dataset (`repeat()`, infinite cardinality) is iterated without them.
 
 Keras's epoch of arrays ends by its own count anyway (keras/src/trainers/epoch_iterator.py takes
-`num_batches` batches from a fresh iterator each epoch), so the wrap repeats the array adapter's dataset
-where that count is certain to be all of it and nothing more:
-- arrays (Keras's ArrayDataAdapter), no steps_per_epoch (which would keep one iterator over epochs);
+`num_batches` batches each epoch), so the arrays' dataset is repeated where that count is certain to be all of
+it and nothing more:
+- arrays (Keras's ArrayDataAdapter), no steps_per_epoch (with which Keras would stop mid-repetition);
 - whole calls: steps_per_execution divides the epoch's batches, so no call runs past the epoch's end;
-- no partial batch: a partial global batch may split into fewer pieces than there are workers, and a
-  worker without one would take the next repetition's batch where TensorFlow gives it an empty one.
-Each epoch then takes the same batches in the same order as Keras's own (the first pass of a fresh
-iterator), so the weights are equal (tests/entrypoint/test_endless_arrays.py); other inputs are left as they are.
+- no partial batch: under several replicas a partial global batch may split into fewer pieces than there are
+  workers, and a worker without one would take the next repetition's batch where TensorFlow gives it an empty
+  one; one device follows the same rule, so that a check's one-device run takes what the planned run takes.
+Each epoch is then one repetition, all from one iterator: Keras itself makes a new one for every epoch (and
+under a strategy that costs about 0.1 s, a tenth of the loop bench's epoch on 2 replicas). The first epoch
+takes the same batches in the same order as Keras's own; each later one is a new permutation, as `shuffle=True`
+says, where Keras 3.15 repeats the first epoch's order whenever TensorFlow's global seed is set (as the wrap
+sets it on several workers: each new iterator restarts the seeded permutation). Other inputs are left as they
+are (tests/entrypoint/test_epoch_iterators.py).
 """
 
 from __future__ import annotations
@@ -36,8 +42,20 @@ def endless(epoch_iterator: Any) -> bool:
     strategy = epoch_iterator._distribute_strategy
     return (isinstance(adapter, ArrayDataAdapter) and epoch_iterator.steps_per_epoch is None and bool(batches)
             and batches % int(epoch_iterator.steps_per_execution) == 0
-            and getattr(adapter, "_partial_batch_size", None) == 0
-            and strategy is not None and strategy.num_replicas_in_sync > 1)
+            and getattr(adapter, "_partial_batch_size", None) == 0 and strategy is not None)
+
+
+class _OneIterator:
+    """The repeated dataset's one iterator, given to every epoch (made as the first begins)."""
+
+    def __init__(self, dataset: Any) -> None:
+        self._dataset = dataset
+        self._iterator: Any = None
+
+    def __iter__(self) -> Any:
+        if self._iterator is None:
+            self._iterator = iter(self._dataset)
+        return self._iterator
 
 
 def install() -> bool:
@@ -52,9 +70,9 @@ def _patch(iterator_class: Any) -> None:
         original(self, *args, **kwargs)
         if endless(self):
             dataset = self.data_adapter.get_tf_dataset().repeat()
-            self._distributed_dataset = self._distribute_strategy.experimental_distribute_dataset(dataset)
-            # Keras makes the next epoch's iterator as an epoch ends, and with no steps_per_epoch throws it away for
-            # another as the next begins; with the count as steps_per_epoch it keeps the first (one fewer per epoch).
+            self._distributed_dataset = _OneIterator(self._distribute_strategy.experimental_distribute_dataset(dataset))
+            # With the count as steps_per_epoch Keras's progress and callbacks see the same epoch, which it ends by
+            # that count, where it would end at the data's end.
             self.steps_per_epoch = self._num_batches
 
     iterator_class.__init__ = __init__

@@ -21,12 +21,8 @@ wrap sets; each is repaired here by the smallest change, and every other piece s
    fails on the scalar logs every model returns (same issue). They are averaged over the replicas of
    every worker (axis=None), as Keras averages them over local replicas under MirroredStrategy.
 3. Several steps per call (steps_per_execution > 1) with several replicas: Keras's loop of optionals
-   fails at its first call ("You must feed a value for placeholder tensor", keras-team/keras#19246,
-   seen with Keras 3.15 under MirroredStrategy on 2 CPU replicas and MultiWorkerMirrored on 2 hosts).
-   The steps run in a loop of this module's inside one tf.function: each is Keras's own step
-   (`strategy.run` of the model's `train_step`/`test_step`), the last step's logs reduced as Keras reduces
-   a step's, and the loop ends when the data does, as Keras's does. The step is traced inline (a nested tf.function
-   brings the failure back), so XLA (`jit_compile`) is not applied to such calls.
+   fails at its first call (keras-team/keras#19246). The steps run in several_steps.py's loop, which every
+   layout uses where the data is endless.
 4. A model with no call() of its own (keras.io's GAN: a train_step over its generator and discriminator)
    cannot be built symbolically, which Keras attempts under a strategy only ("Unable to automatically build
    the model"): as on one device, the model is not built before the first step; its optimizers are (the
@@ -51,6 +47,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import tensorflow as tf
+
+from . import several_steps
 
 _INSTALLED = "_smtrain_repaired"
 
@@ -198,58 +196,6 @@ def _repair_reduction(trainer: Any) -> None:
     trainer.reduce_per_replica = reduce_per_replica
 
 
-def _several_steps(model: Any, step_function: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
-    """One tf.function running up to `steps_per_execution` of Keras's steps; the logs of the last one, reduced as
-    Keras reduces a step's. Only the last step's are reduced: under MultiWorkerMirrored each reduction is a collective
-    across the workers, one per log, which cost as much as the step itself on the loop bench."""
-    steps = int(model.steps_per_execution)
-    strategy = model.distribute_strategy
-    convert = getattr(model, "_autoconvert_optionals", None)
-
-    def one_step(data: Any) -> Any:
-        return strategy.run(step_function, args=(data,))
-
-    if convert is not None:
-        one_step = convert(one_step)
-
-    def several(iterator: Any) -> Any:
-        outputs = one_step(iterator.get_next())  # no data left: OutOfRangeError, Keras's end of the epoch
-        # The loop's steps after all of the first's: TensorFlow starts a loop's ops once their own inputs are
-        # there, so without this a replica's second step could run its side effects (a tf.py_function, as the
-        # check's recorder) before its first finished them (1 call in about 700 on 2 CPU replicas, measured).
-        # Inside the loop each step waits for the one before, as in Keras's own multi-step loop.
-        with tf.control_dependencies(tf.nest.flatten(outputs, expand_composites=True)):
-            for _ in tf.range(steps - 1):
-                following = iterator.get_next_as_optional()
-                if not following.has_value():
-                    break
-                outputs = one_step(following.get_value())
-        return trainer.reduce_per_replica(outputs, strategy, reduction="auto")
-
-    return tf.function(several, reduce_retracing=True)
-
-
-def _repair_several_steps(trainer: Any) -> None:
-    cls = trainer.TensorFlowTrainer
-    original = cls._make_function
-
-    def _make_function(self: Any, step_function: Callable[..., Any]) -> Callable[..., Any]:
-        keras_function = original(self, step_function)
-        if (self.run_eagerly or int(self.steps_per_execution) <= 1
-                or self.distribute_strategy.num_replicas_in_sync <= 1):
-            return keras_function
-        several = _several_steps(self, step_function, trainer)
-
-        def function(iterator: Any) -> Any:
-            if isinstance(iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)):
-                return several(iterator)
-            return keras_function(iterator)  # train_on_batch's one batch: Keras's own path
-
-        return function
-
-    cls._make_function = _make_function
-
-
 def _call_through_across_replicas() -> None:
     """TensorFlow's `maybe_merge_call` (which Keras's optimizer uses for every update) calls `fn` directly in
     cross-replica context, where it would ask the missing replica context for a merge_call."""
@@ -303,7 +249,7 @@ def install() -> bool:
         return True
     _repair_symbolic_build(trainer)
     _repair_reduction(trainer)
-    _repair_several_steps(trainer)
+    several_steps.install()
     _repair_accumulation()
     setattr(trainer.TensorFlowTrainer, _INSTALLED, True)
     return True

@@ -30,7 +30,7 @@ from ..check.loss_terms import Place
 from ..contract.container import Contract
 from ..distribute.choice import DEFAULT, PS
 from ..distribute.distribution import Distribution
-from ..keras_support import iterator_release, keras_repairs
+from ..keras_support import iterator_release, keras_repairs, several_steps
 from ..keras_support import measures as measures_mod
 from ..keras_support.keras_compat import keras
 from . import epoch_lines, job_callbacks, steps_per_call
@@ -167,6 +167,7 @@ def prepare(dist: Distribution, contract: Contract, model: Any, schedule: Schedu
     if dist.num_replicas > 1 or dist.kind != DEFAULT:
         keras_repairs.install()
     iterator_release.install()
+    several_steps.install()  # the job's stream is endless: each call asks it nothing
     spe, k = schedule.steps_per_epoch, schedule.accumulation
     checkpointer = None
     start = Progress(0, 0, 0)

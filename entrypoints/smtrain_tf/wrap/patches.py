@@ -10,7 +10,7 @@ from typing import Any, List
 
 from ..check import settings as check_settings
 from ..distribute.choice import DEFAULT
-from ..keras_support import endless_arrays, iterator_release, keras_repairs
+from ..keras_support import endless_arrays, iterator_release, keras_repairs, several_steps
 from ..keras_support.keras_compat import keras as tf_keras
 from . import check_rest, devices_guard, keras_fit, learning_rate, own_strategy, saving
 from .context import WrapContext
@@ -30,8 +30,10 @@ def keras_handles() -> List[Any]:
 def install(ctx: WrapContext) -> None:
     if ctx.replicas > 1 or ctx.kind != DEFAULT:
         keras_repairs.install()
-        endless_arrays.install()
-    iterator_release.install()  # every layout: one device's epochs pay for the deletions too
+    # Every layout: one device's epochs pay for the deletions and the data's checks too.
+    iterator_release.install()
+    endless_arrays.install()
+    several_steps.install()
     redirect = saving.new_redirect()
     patched: List[Any] = []
     for keras in keras_handles():
