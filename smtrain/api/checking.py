@@ -323,7 +323,7 @@ def check(spec: SpecSource, overrides: Overrides = None, *, data: Mapping[str, s
             # A wrapped script runs to its end in both runs: one that recorded its steps and failed after them (its
             # evaluate, a save) is compared all the same, and the failure is the verdict's first cause.
             one_failed = (info.failure_reason or f"the run ended {info.status}") \
-                if info.status != "Completed" and reference is not None and reference.loop == "keras" else None
+                if info.status != "Completed" and reference is not None else None
             if (info.status != "Completed" and one_failed is None) or reference is None:
                 keep = True
                 raise CannotCheckError(_one_device_failed(info, reference is None, steps, work / "check.log"))

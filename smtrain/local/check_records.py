@@ -18,13 +18,12 @@ class CannotCheck(Exception):
 @dataclass(frozen=True)
 class StepRecord:
     loss: float  # the step's training loss, the mean over its global batch
-    inference_loss: float  # the same examples before the step, the model in inference mode
     examples: int  # the examples the step trained on, over the job
     learning_rate: float | None
     replicas: tuple[tuple[str, ...], ...]  # each replica's examples (fingerprints), workers in order
-    weights_relative: float | None = None  # Keras's fit: the weights after the step against the reference's
+    weights_relative: float | None = None  # the weights after the step against the reference's (None: not kept)
     call: int = 1  # the fit call it belongs to (1-based)
-    terms: tuple[float, ...] | None = None  # Keras's fit: each term of the differentiated loss, summed over replicas
+    terms: tuple[float, ...] | None = None  # each term of the differentiated loss, summed over replicas
 
 
 @dataclass(frozen=True)
@@ -38,8 +37,7 @@ class RunRecord:
     random_layers: tuple[dict[str, Any], ...] = ()  # {"name", "class", "seed"}
     weights: tuple[dict[str, Any], ...] = field(default=())  # the planned run's: each weight against the reference's
     steps_per_epoch: int = 0  # 0: not recorded
-    loop: str = "smtrain"  # keras: recorded inside Keras's own fit (a wrapped script); smtrain: smtrain_tf's loop
-    # Keras's fit: each call's {"location", "first_step", "steps", "terms": where the script made each loss term}
+    # each fit call's {"location", "first_step", "steps", "terms": where the script made each loss term}
     calls: tuple[dict[str, Any], ...] = ()
 
 
@@ -65,25 +63,20 @@ def read_run(directory: Path) -> RunRecord | None:
     for i in range(count):
         first = chief["steps"][i]
         replicas = tuple(tuple(r) for w in workers for r in w["steps"][i]["replicas"])
-        if first.get("examples") is None:  # recorded in Keras's fit: each worker its own replicas
-            losses = [log for w in workers for log in w["steps"][i]["replica_losses"]]
-            terms = [t for w in workers for t in w["steps"][i].get("replica_terms") or ()]
-            steps.append(StepRecord(loss=_step_loss(losses), inference_loss=math.nan,
-                                    examples=sum(len(r) for r in replicas), learning_rate=first["learning_rate"],
-                                    replicas=replicas, weights_relative=first.get("weights_relative"),
-                                    call=int(first.get("call") or 1),
-                                    terms=_summed(terms) if len(terms) == len(replicas) else None))
-            continue
-        steps.append(StepRecord(loss=float(first["loss"]), inference_loss=float(first["inference_loss"]),
-                                examples=int(round(first["examples"])), learning_rate=first["learning_rate"],
-                                replicas=replicas))
+        # Recorded inside Keras's fit (smtrain_tf.check.keras_steps): each worker its own replicas.
+        losses = [log for w in workers for log in w["steps"][i]["replica_losses"]]
+        terms = [t for w in workers for t in w["steps"][i].get("replica_terms") or ()]
+        steps.append(StepRecord(loss=_step_loss(losses), examples=sum(len(r) for r in replicas),
+                                learning_rate=first["learning_rate"], replicas=replicas,
+                                weights_relative=first.get("weights_relative"), call=int(first.get("call") or 1),
+                                terms=_summed(terms) if len(terms) == len(replicas) else None))
     found_layers = chief.get("layers") or {}
     return RunRecord(strategy=chief["strategy"], workers=int(chief["workers"]), replicas=int(chief["replicas"]),
                      stands_for=int(chief.get("stands_for") or 1), steps=tuple(steps),
                      batch_norm=tuple(layer["name"] for layer in found_layers.get("batch_norm", ())),
                      random_layers=tuple(found_layers.get("random", ())),
                      weights=tuple(chief.get("weights") or ()), steps_per_epoch=int(chief.get("steps_per_epoch") or 0),
-                     loop=str(chief.get("loop") or "smtrain"), calls=tuple(chief.get("calls") or ()))
+                     calls=tuple(chief.get("calls") or ()))
 
 
 def _summed(per_replica: list[list[float]]) -> tuple[float, ...] | None:

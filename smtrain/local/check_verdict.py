@@ -14,8 +14,8 @@ batches match, the layers only where the same examples still part):
     learning_rate  the rate differs from the planned one (scaled twice, or not at all)
     loss_scaling   a term of the loss the step differentiates adds up over the replicas to N times one device's
                    (computed whole on each replica, then summed), or to 1/N (scaled twice): named at its line
-    batch_norm     BatchNormalization normalises per replica (the loss in inference mode still agrees)
-    randomness     dropout or noise drawn per replica (likewise)
+    batch_norm     BatchNormalization normalises per replica
+    randomness     dropout or noise drawn per replica
     scope          the planned run failed: a model or optimizer made outside the strategy's scope
     failed         the planned run failed where one device did not, for another reason
     unexplained    they part, and none of the above shows why
@@ -434,15 +434,10 @@ def compare(one: RunRecord, planned: RunRecord, spec_scaling: str | None = None)
         rate = _rate_cause(one, planned, spec_scaling)
         causes += [found for found in (batch, data, rate) if found is not None]
         if batch is None and data is None and (parting is not None or weights_part):
-            at = parting if parting is not None else steps - 1
-            mine, theirs = planned.steps[at].inference_loss, one.steps[at].inference_loss
-            # Not measured (NaN, in Keras's fit): the layers may be why, so they are named.
-            same_inference = math.isnan(mine) or math.isnan(theirs) or relative(mine, theirs) <= LOSS_TOLERANCE
             scaling = _scaling_cause(one, planned)
             if scaling is not None:
                 causes.append(scaling)
-            if same_inference:  # the same weights and examples: what trains differently per replica is left
-                causes.extend(_layer_causes(planned))
+            causes.extend(_layer_causes(planned))  # the same examples, batch and rate: what trains per replica
     equivalent = not causes and parting is None and not weights_part
     if not equivalent and not causes:
         where = f"step {parting + 1}" if parting is not None else f"the weights after step {steps}"

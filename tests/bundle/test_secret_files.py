@@ -105,6 +105,8 @@ def test_secret_content_is_refused_whatever_the_name(tmp_path: Path, content: st
     # An access key id alone, or next to a hex digest of the same length as a secret key.
     f"role key id: {FAKE_KEY_ID}\n",
     f"key {FAKE_KEY_ID} rotated in commit 0123456789abcdef0123456789abcdef01234567\n",
+    # ... or an upper-case one (a secret key mixes cases: one case alone is no secret key).
+    f"key {FAKE_KEY_ID} checksum 0123456789ABCDEF0123456789ABCDEF01234567\n",
     # A secret-key-shaped token without any key id.
     f"token = {FAKE_SECRET_KEY}\n",
     json.dumps({"type": "service_account", "client_email": "x@demo.iam.gserviceaccount.com"}),

@@ -1,5 +1,5 @@
 """A check run's records read back (smtrain.local.check_records.read_run): each worker's file, as
-entrypoints/smtrain_tf/check/probe.py writes it, joined into the run's steps in worker order."""
+entrypoints/smtrain_tf/check/keras_steps.py writes it, joined into the run's steps in worker order."""
 
 from __future__ import annotations
 
@@ -14,15 +14,17 @@ from smtrain.local.check_verdict import compare
 
 
 def _worker(index: int, workers: int, steps: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    """One worker's record, with probe.run's keys."""
+    """One worker's record, with keras_steps.py's keys."""
     return {"worker": index, "workers": workers, "replicas": workers, "local_replicas": 1,
             "strategy": "multi_worker_mirrored", "stands_for": 1,
             "layers": {"batch_norm": [], "random": []}, "steps": steps, **extra}
 
 
-def _step(loss: float, replicas: list[list[str]], examples: float, rate: float | None = 0.002) -> dict[str, Any]:
-    return {"loss": loss, "inference_loss": loss + 0.5, "examples": examples, "learning_rate": rate,
-            "replicas": replicas}
+def _step(loss: float, replicas: list[list[str]], rate: float | None = 0.002,
+          weights: float | None = None) -> dict[str, Any]:
+    """A step as keras_steps.py records it inside Keras's fit: the logs of each of this worker's replicas."""
+    return {"call": 1, "replica_losses": [{"loss": loss} for _ in replicas], "replica_terms": [[] for _ in replicas],
+            "learning_rate": rate, "replicas": replicas, "weights_relative": weights}
 
 
 def _write(directory: Path, records: list[dict[str, Any]]) -> Path:
@@ -35,7 +37,7 @@ def _write(directory: Path, records: list[dict[str, Any]]) -> Path:
 def test_workers_are_joined_in_index_order(tmp_path: Path) -> None:
     """worker-10 comes after worker-2 (by number, not by name), so its replica's examples come last."""
     workers = 11
-    records = [_worker(i, workers, [_step(2.0 + i, [[f"w{i}s{s}"]], examples=float(workers)) for s in range(2)])
+    records = [_worker(i, workers, [_step(2.0 + i, [[f"w{i}s{s}"]]) for s in range(2)])
                for i in range(workers)]
     run = read_run(_write(tmp_path, records))
     assert run is not None and run.workers == workers and len(run.steps) == 2
@@ -43,29 +45,30 @@ def test_workers_are_joined_in_index_order(tmp_path: Path) -> None:
 
 
 def test_the_chief_gives_the_steps_numbers_and_every_worker_its_examples(tmp_path: Path) -> None:
-    chief = _worker(0, 2, [_step(2.25, [["a"], ["b"]], examples=64.0), _step(2.0, [["e"], ["f"]], 64.0),
-                           _step(1.5, [["i"], ["j"]], 64.0)],
+    chief = _worker(0, 2, [_step(2.25, [["a", "a2"], ["b", "b2"]], weights=1e-7), _step(2.0, [["e"], ["f"]]),
+                           _step(1.5, [["i"], ["j"]])],
                     stands_for=None, replicas=4, local_replicas=2,
                     layers={"batch_norm": [{"name": "bn", "class": "BatchNormalization"}],
                             "random": [{"name": "dropout", "class": "Dropout", "seed": 3}]},
                     weights=[{"name": "dense/kernel:0", "difference": 1e-6, "norm": 3.0, "relative": 3e-7,
                               "largest": 1e-7}])
-    other = _worker(1, 2, [_step(9.0, [["c"], ["d"]], examples=64.0, rate=None),
-                           _step(9.0, [["g"], ["h"]], 64.0)], replicas=4, local_replicas=2)  # one step fewer
+    other = _worker(1, 2, [_step(2.75, [["c", "c2"], ["d", "d2"]], rate=None),
+                           _step(2.0, [["g"], ["h"]])], replicas=4, local_replicas=2)  # one step fewer
     run = read_run(_write(tmp_path, [other, chief]))
     assert run == RunRecord(
         strategy="multi_worker_mirrored", workers=2, replicas=4, stands_for=1,
-        steps=(StepRecord(loss=2.25, inference_loss=2.75, examples=64, learning_rate=0.002,
-                          replicas=(("a",), ("b",), ("c",), ("d",))),
-               StepRecord(loss=2.0, inference_loss=2.5, examples=64, learning_rate=0.002,
-                          replicas=(("e",), ("f",), ("g",), ("h",)))),
+        # The step's loss: every replica's logged loss, averaged; its examples: every replica's, added up; the rate
+        # and the weights: the chief's.
+        steps=(StepRecord(loss=2.5, examples=8, learning_rate=0.002, weights_relative=1e-7,
+                          replicas=(("a", "a2"), ("b", "b2"), ("c", "c2"), ("d", "d2"))),
+               StepRecord(loss=2.0, examples=4, learning_rate=0.002, replicas=(("e",), ("f",), ("g",), ("h",)))),
         batch_norm=("bn",), random_layers=({"name": "dropout", "class": "Dropout", "seed": 3},),
         weights=({"name": "dense/kernel:0", "difference": 1e-6, "norm": 3.0, "relative": 3e-7, "largest": 1e-7},))
     assert isinstance(run.steps[0].examples, int)
 
 
 def test_a_file_being_written_is_not_a_record(tmp_path: Path) -> None:
-    """probe.run writes worker-N.json.tmp and renames it: a run that died between the two wrote no record."""
+    """keras_steps.py writes worker-N.json.tmp and renames it: a run that died between the two wrote no record."""
     (tmp_path / "worker-0.json.tmp").write_text("{", encoding="utf-8")
     assert read_run(tmp_path) is None
 
@@ -77,7 +80,7 @@ def test_no_record_is_none(tmp_path: Path) -> None:
 
 def test_a_run_that_cannot_be_checked_says_why(tmp_path: Path) -> None:
     why = "a parameter-server job trains on workers the chief only schedules: its steps cannot be compared"
-    _write(tmp_path, [_worker(0, 1, [_step(2.0, [["a"]], 1.0)])])  # the refusal wins over any record
+    _write(tmp_path, [_worker(0, 1, [_step(2.0, [["a"]])])])  # the refusal wins over any record
     (tmp_path / "cannot-check.txt").write_text(why + "\n", encoding="utf-8")
     with pytest.raises(CannotCheck) as caught:
         read_run(tmp_path)
@@ -85,13 +88,13 @@ def test_a_run_that_cannot_be_checked_says_why(tmp_path: Path) -> None:
 
 
 def test_records_read_back_are_compared(tmp_path: Path) -> None:
-    """The reference (one device standing for 2 replicas) and the planned run (2 workers) as probe.run writes
+    """The reference (one device standing for 2 replicas) and the planned run (2 workers) as keras_steps.py writes
     them: the same examples per step, so the verdict is on the numbers alone."""
     batches = [["a", "b", "c", "d"], ["e", "f", "g", "h"]]
     reference = read_run(_write(tmp_path / "one-device", [
-        _worker(0, 1, [_step(2.0 - s, [batches[s]], 4.0) for s in range(2)], stands_for=2)]))
+        _worker(0, 1, [_step(2.0 - s, [batches[s]], weights=0.0) for s in range(2)], stands_for=2)]))
     planned = read_run(_write(tmp_path / "planned", [
-        _worker(i, 2, [_step(2.0 - s + 1e-7, [batches[s][2 * i:2 * i + 2]], 4.0) for s in range(2)],
+        _worker(i, 2, [_step(2.0 - s + 1e-7, [batches[s][2 * i:2 * i + 2]], weights=1e-7) for s in range(2)],
                 **({"weights": [{"name": "kernel", "difference": 1e-6, "norm": 1.0}]} if i == 0 else {}))
         for i in range(2)]))
     assert reference is not None and planned is not None and reference.stands_for == 2
@@ -101,14 +104,12 @@ def test_records_read_back_are_compared(tmp_path: Path) -> None:
 
 def _keras_step(replicas: list[list[str]], terms: list[list[float]]) -> dict[str, Any]:
     """A step as smtrain_tf.check.keras_steps records it inside Keras's fit: per replica, its logs and loss terms."""
-    return {"call": 1, "replica_losses": [{"loss": 1.0} for _ in replicas], "replica_terms": terms,
-            "learning_rate": 0.002, "replicas": replicas, "examples": None, "weights_relative": 0.0,
-            "loss": None, "inference_loss": None}
+    return {**_step(1.0, replicas, weights=0.0), "replica_terms": terms}
 
 
 def test_in_keras_fit_each_loss_term_is_added_up_over_every_worker_s_replicas(tmp_path: Path) -> None:
     calls = [{"location": "train.py:40", "first_step": 1, "steps": 1, "terms": ["train.py:31", "train.py:33"]}]
-    chief = _worker(0, 2, [_keras_step([["a"], ["b"]], [[0.5, 0.25], [0.5, 0.125]])], loop="keras", calls=calls,
+    chief = _worker(0, 2, [_keras_step([["a"], ["b"]], [[0.5, 0.25], [0.5, 0.125]])], calls=calls,
                     replicas=4, local_replicas=2)
     other = _worker(1, 2, [_keras_step([["c"], ["d"]], [[0.25, 0.5], [0.5, 1.0]])], replicas=4, local_replicas=2)
     run = read_run(_write(tmp_path, [chief, other]))

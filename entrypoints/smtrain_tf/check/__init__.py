@@ -2,17 +2,15 @@
 
 smtrain runs the job twice on one machine: once on one device standing for the planned replicas
 (the reference), once in the planned layout. In both, the job's steps are recorded here: inside Keras's own
-fit (a wrapped script's, smtrain_tf.fit's under default, Mirrored and MultiWorkerMirrored), the model's own
-train_step wrapped and each fit call cut to the check's steps, the script running to its end; in smtrain's
-loop (the bundled program; smtrain_tf.fit under parameter server and Horovod/smddp), its first steps run one at
-a time, then the process ends.
+fit (a wrapped script's, the bundled program's, smtrain_tf.fit's), the model's own train_step wrapped and
+each fit call cut to the check's steps, the script running to its end. smtrain's own loop (parameter server,
+Horovod/smddp, Keras 2 with gradient accumulation) is refused (training/loop.py, by refusal.py).
 
     settings.py   SMTRAIN_CHECK_*: where to write, how many steps, what the one device stands for (no TensorFlow)
     layers.py     what trains differently per replica: BatchNormalization, random layers, the model's own
                   SeedGenerators
     weights.py    the weights written (start, end) and the planned run's end set against the reference's
-    probe.py      smtrain's loop's steps (the bundled program; smtrain_tf.fit under parameter server and
-                  Horovod/smddp): each replica's examples (fingerprints), the loss before and after, the rate
+    refusal.py    why a run cannot be checked, written for smtrain, and the process ended
     keras_steps.py  the steps inside Keras's own fit (a wrapped script's, smtrain_tf.fit's): the model's own
                   train_step wrapped on the instance, each replica's examples, its logs, its loss terms, the
                   weights after each step; every fit call

@@ -19,6 +19,7 @@ reference's weights, as every replica of a real run starts from the chief's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any, Dict, List, Optional
@@ -28,13 +29,26 @@ import tensorflow as tf
 
 from ..keras_support.optimization import current_learning_rate
 from . import layers, loss_terms, weights
-from .probe import fingerprints, refuse
+from .refusal import refuse
 from .settings import RECORD, START_WEIGHTS, CheckSettings
 
 # Weights kept per step only for models up to this size (floats): the reference writes one file per step.
 PER_STEP_WEIGHTS_LIMIT = 5_000_000
 STEP_WEIGHTS = "step-{step}.npz"  # the reference's weights after each step (1-based, across the fit calls)
 _INSTALLED = "_smtrain_check_recorder"
+
+
+def fingerprints(values: Any) -> List[str]:
+    """One short hash per example (row) of a batch's features, all inputs together."""
+    arrays = [np.asarray(v) for v in values]
+    rows = int(arrays[0].shape[0]) if arrays and arrays[0].ndim else 0
+    found = []
+    for i in range(rows):
+        digest = hashlib.blake2b(digest_size=8)
+        for array in arrays:
+            digest.update(np.ascontiguousarray(array[i]).tobytes())
+        found.append(digest.hexdigest())
+    return found
 
 
 def _features(data: Any) -> Any:
@@ -199,14 +213,12 @@ class Recorder:
                     "call": number, "replica_losses": losses, "replica_terms": [entry[r]["terms"] for r in replicas],
                     "learning_rate": entry.get("learning_rate"),
                     "replicas": [entry[r]["examples"] for r in replicas],
-                    "examples": None,  # the examples over the job: the workers' replicas added up by smtrain
-                    "weights_relative": entry.get("weights"),
-                    "loss": float("nan"), "inference_loss": float("nan")})
+                    "weights_relative": entry.get("weights")})
         record: Dict[str, Any] = {
             "worker": self.dist.worker_index, "workers": self.dist.num_workers, "replicas": self.dist.num_replicas,
             "local_replicas": len(steps[0]["replicas"]) if steps else 0, "strategy": self.dist.kind,
             "stands_for": self.settings.stands_for, "layers": layers.inventory(self.model), "steps_per_epoch": 0,
-            "loop": "keras", "calls": calls, "steps": steps}
+            "calls": calls, "steps": steps}
         if self.dist.is_chief:
             weights.save_end(self.settings, self.model)
             if not self.settings.is_reference:

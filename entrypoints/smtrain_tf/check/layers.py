@@ -69,7 +69,7 @@ def seed_generators(model: Any) -> List[Dict[str, Any]]:
 
 def inventory(model: Any) -> Dict[str, List[Dict[str, Any]]]:
     """{"batch_norm": [{"name", "class"}], "random": [{"name", "class", "seed"}]}: the layers to look at
-    when one step's training loss differs while its inference loss does not."""
+    when the runs part with the same examples, batch and rate."""
     batch_norm, random = [], []
     for layer in _all_layers(model):
         name = type(layer).__name__

@@ -10,9 +10,11 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from ..check import refusal
 from ..check import settings as check_settings
 from ..contract import mlflow_run
 from ..contract.errors import NonFiniteLoss
+from ..distribute.choice import HOROVOD, PS, SMDDP
 from ..distribute.distribution import Distribution
 from ..keras_support.measures import COUNT
 from ..keras_support.optimization import current_learning_rate
@@ -104,6 +106,18 @@ def _save(checkpointer: Optional[Checkpointer], progress: Progress, emit: Callab
         emit(f"checkpoint saved {path} epoch={progress.epoch} step={progress.global_step}")
 
 
+def _why_not_checked(kind: str) -> str:
+    """`smtrain check` records the steps inside Keras's own fit; this loop runs only where Keras's does not."""
+    if kind == PS:
+        return "a parameter-server job trains on workers the chief only schedules: its steps cannot be compared one by one"
+    if kind in (HOROVOD, SMDDP):
+        return f"strategy {kind} is not checked yet (tf.distribute strategies are)"
+    return ("gradient_accumulation_steps under Keras 2 trains in smtrain's own loop (Keras 2's optimizers accumulate "
+            "nothing), which a check does not record: check it with gradient_accumulation_steps=1 (the layout, batches "
+            "and rate rules are the same), or train on Keras 3 (TensorFlow 2.16+), whose optimizer accumulates in "
+            "Keras's own fit")
+
+
 def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFunctions,
           checkpointer: Optional[Checkpointer], validation: Optional[tf.data.Dataset], start: Progress,
           started_at: float, heartbeat: Callable[[], None], emit: Callable[[str], None],
@@ -112,10 +126,8 @@ def train(cfg: LoopConfig, *, dist: Distribution, runner: Any, steps: StepFuncti
     and its last metrics. Without a checkpointer nothing is saved; with `summaries` (the chief's) each
     epoch's values are also written for TensorBoard."""
     checking = check_settings.read()
-    if checking is not None:  # `smtrain check`: the first steps recorded one by one, then the process ends
-        from ..check import probe
-
-        probe.run(checking, dist, runner, steps, cfg.steps_per_epoch)
+    if checking is not None:
+        refusal.refuse(checking, _why_not_checked(dist.kind))
     hooks = hooks or EpochHooks()
     measures = steps.measures
     progress = start
