@@ -11,9 +11,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[local,test,docs]'
-	# The container toolkits, for the conformance test of local runs. Their own pins (numpy<1.24,
-	# protobuf<=3.20) fight TensorFlow's, and only the code is needed: no dependencies.
-	$(BIN)/pip install --quiet --no-deps sagemaker-training==4.8.3 sagemaker-tensorflow-training==20.5.0
+	# The container toolkits, for the conformance test of local runs: the pair the TF 2.21 training image carries
+	# (aws/deep-learning-containers' Dockerfile). Their own pins fight TensorFlow's, and only the code is
+	# needed: no dependencies.
+	$(BIN)/pip install --quiet --no-deps sagemaker-training==5.1.1 sagemaker-tensorflow-training==20.4.1
 	touch $(STAMP)
 
 install: $(STAMP)

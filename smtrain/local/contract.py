@@ -2,10 +2,10 @@
 
 What a training process inside SageMaker's TensorFlow container is given: the /opt/ml tree, the
 three config files SageMaker writes into it, and the environment the container toolkits
-(sagemaker-training 4.8, which sagemaker-tensorflow-training 20.x pins, and
-sagemaker-tensorflow-training itself) export before they start the entry point. The toolkit is
-not a dependency of smtrain: this module computes the same values from the same config files,
-and tests/test_local_conformance.py checks them against the toolkit's own ``Environment``.
+(sagemaker-training 5.1 and sagemaker-tensorflow-training 20.4, as the TF 2.21 training image carries them)
+export before they start the entry point. The toolkit is not a dependency of smtrain: this module computes
+the same values from the same config files, and tests/local/test_conformance.py checks them against the
+toolkit's own ``Environment``.
 
 Paths are those of the host's directory (``SAGEMAKER_BASE_DIR``) instead of /opt/ml.
 """
@@ -35,11 +35,11 @@ TOOLKIT_HYPERPARAMETERS = (
     "sagemaker_region", "sagemaker_container_log_level", "sagemaker_job_name", "default_user_module_name",
     "_tuning_objective_metric", "sagemaker_s3_output",
 )
-# Framework flags that put the current instance group into the distribution (toolkit 4.8).
+# Framework flags that put the current instance group into the distribution (toolkit 4.8 and 5.1).
 _DISTRIBUTION_FLAGS = (
     "sagemaker_mpi_enabled", "sagemaker_parameter_server_enabled", "sagemaker_distributed_dataparallel_enabled",
     "sagemaker_pytorch_ddp_enabled", "sagemaker_pytorch_xla_multi_worker_enabled",
-    "sagemaker_multi_worker_mirrored_strategy_enabled",
+    "sagemaker_multi_worker_mirrored_strategy_enabled", "sagemaker_torch_distributed_enabled",
 )
 CONTAINER_BASE = "/opt/ml"
 # Variables of this machine's environment that would tell a host process about some other job, or
@@ -261,6 +261,8 @@ def toolkit_environment(layout: HostLayout, hyperparameters: Mapping[str, str], 
         # The toolkit asks neuron-ls, absent outside Trainium/Inferentia hosts (trn2.48xlarge is assumed 64).
         "num_neurons": 64 if "trn2.48xlarge" in instance_type else 0,
         "resource_config": dict(resources),
+        # Toolkit 5.1: the hosts' capacity units, which resourceconfig.json has only on GB200 UltraServers.
+        "topology": list(resources.get("topology", [])),
         "user_entry_point": program,
     }
     env: dict[str, Any] = {
@@ -296,6 +298,8 @@ def toolkit_environment(layout: HostLayout, hyperparameters: Mapping[str, str], 
         "user_args": user_arguments(hyperparameters),
         "output_intermediate_dir": paths["output_intermediate_dir"],
     }
+    if training_env["topology"]:  # SM_TOPOLOGY, only where there is one (toolkit 5.1)
+        env["topology"] = training_env["topology"]
     env.update({f"channel_{name}": path for name, path in channel_dirs.items()})
     env.update({f"hp_{name}": value for name, value in user.items()})
     return {f"SM_{key.upper()}": _env_value(value) for key, value in env.items()}
