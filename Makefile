@@ -41,7 +41,7 @@ tf-registries: install sdk-v3-env
 # worksteal: a worker that runs out takes tests queued for the other, so the suite does not end on one worker
 # running the long tests it was handed early (with the default `load`, the suite's last minutes ran on one).
 PYTEST_WORKERS ?= 2
-test: install docs horovod-env sdk-v2-env sdk-v3-env
+test: install lint docs horovod-env sdk-v2-env sdk-v3-env
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The documentation site into site/, from docs/ (the spec, CLI and API reference generated from the code):
