@@ -59,8 +59,10 @@ docs-screenshots: docs
 moto: install
 	bash scripts/moto.sh
 
+# ruff, then the import rules (import-linter's contracts in pyproject.toml: the stages, smtrain_tf's layers).
 lint: install
 	$(BIN)/ruff check smtrain entrypoints tests bench scripts
+	$(BIN)/lint-imports --no-cache --no-logo
 
 # Mutation testing of the core modules (tests/tools/mutation.py): a sample of cosmic-ray's mutants sized to
 # MUTATION_MINUTES, the report and the survivors in build/mutation/. cosmic-ray has a venv of its own (its

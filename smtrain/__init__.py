@@ -27,8 +27,9 @@ The flow runs one way:  YAML -> Spec -> Plan -> bundle -> the rendered request -
                 where each is tested); `smtrain init --example NAME` writes one out
 
 Imports run the same way down, never up: cli -> api -> (sagemaker | local) -> render -> bundle -> preflight ->
-plan -> spec -> the shared modules at this level (tests/test_layout.py checks it; this file's lazy names point
-at api/, its place). The two backends are siblings: both take the rendered request, neither imports the other.
+plan -> spec -> the shared modules at this level (import-linter's contracts in pyproject.toml check it; this
+file's lazy names point at api/, its place, and no stage below the api imports it). The two backends are
+siblings: both take the rendered request, neither imports the other.
 
 Shared by every stage, and importing nothing above them:
     errors.py      the exceptions for people (UserError and its kinds), each with its exit code
@@ -40,6 +41,7 @@ Shared by every stage, and importing nothing above them:
     terminal_text.py  a job's output line as a terminal shows it, with nothing a terminal would act on
     aws.py         talking to AWS: the default region (read without boto3), boto3 sessions with retries and
                    timeouts, AWS errors as one actionable line (both backends use it)
+    version.py     the installed distribution's version (what `smtrain.__version__` gives)
 """
 
 from __future__ import annotations
@@ -88,12 +90,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # the installed distribution's, as `smtrain --version` says it
-        from importlib.metadata import PackageNotFoundError, version
+        from smtrain.version import installed_version
 
-        try:
-            return version("smtrain")
-        except PackageNotFoundError:  # run from a source tree that was never installed
-            return "0+unknown"
+        return installed_version()
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'smtrain' has no attribute {name!r}")

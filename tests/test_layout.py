@@ -1,153 +1,108 @@
-"""The house's shape: imports run one way between the stages, with no cycle, read from the source (ast).
+"""The house's shape beyond its import rules.
 
-Order, top to bottom (smtrain/__init__.py explains it): cli -> api -> (sagemaker | local) -> render -> bundle ->
-preflight -> plan -> spec -> the shared modules directly under smtrain/. A module may import its own package
-and the stages below it, never one above, and never a sibling: the two backends (sagemaker, local) both take
-the rendered request and know nothing of each other. The bundled entrypoint (entrypoints/) never imports
-smtrain, and its package smtrain_tf has layers of its own, which run one way too (ENTRY_LAYERS below,
-explained in entrypoints/smtrain_tf/__init__.py).
+The import rules (the stages, top to bottom, cli -> api -> (sagemaker | local) -> render -> bundle -> preflight ->
+plan -> spec -> the shared modules; the bundled package smtrain_tf's layers; no cycle; the entrypoint never
+importing smtrain; smtrain reading only smtrain_tf's plain tables) are import-linter's contracts in
+pyproject.toml, which `make lint` runs; the tests here run them too and prove that they break when an import
+runs against them. What import-linter cannot say stays here: at most 6 top-level modules, every package's map,
+one CLI module per command group, no module handing itself to another, and the two programs beside smtrain_tf
+(modules, which import-linter takes as no root).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import ROOT
 
-STAGES = ("shared", "spec", "plan", "preflight", "bundle", "render", "sagemaker", "local", "api", "cli")
-# Stages of one rank are siblings: neither may import the other.
-RANK = {"shared": 0, "spec": 1, "plan": 2, "preflight": 3, "bundle": 4, "render": 5, "sagemaker": 6, "local": 6,
-        "api": 7, "cli": 8}
+STAGES = ("spec", "plan", "preflight", "bundle", "render", "sagemaker", "local", "api", "cli")
 MAX_TOP_LEVEL_MODULES = 6  # besides __init__.py and __main__.py (the house's rule)
-# Shared modules grouped by what they share (stage "shared", below every stage): secret masking and its index.
+# Shared modules grouped by what they share (below every stage): secret masking and its index.
 SHARED_PACKAGES = ("redact",)
+ENTRY_ROOT = ROOT / "entrypoints" / "smtrain_tf"
 
 
-def module_name(path: Path, package_root: Path) -> str:
-    parts = list(path.relative_to(package_root.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def _contracts() -> dict[str, dict]:
+    from importlinter.api import read_configuration
+
+    return {contract["id"]: contract for contract in read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]}
 
 
-def stage_of(module: str) -> str:
-    """`smtrain.plan.build` -> "plan"; `smtrain.jobs` -> "shared"; `smtrain.__main__` -> "cli"; `smtrain` itself
-    -> "api" (its names are the library's, imported lazily from smtrain.api)."""
-    parts = module.split(".")
-    if len(parts) == 1:
-        return "api"
-    if parts[1] == "__main__":
-        return "cli"
-    return parts[1] if parts[1] in STAGES else "shared"
+def lint_imports(smtrain: Path, smtrain_tf: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's run of pyproject.toml's contracts over these two package trees (copies, in a test)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sorted({str(smtrain.parent), str(smtrain_tf.parent)}))}
+    script = ("import sys; sys.path[:0] = sys.argv[2].split(__import__('os').pathsep); "
+              "from importlinter.cli import lint_imports_command; "
+              "sys.argv = ['lint-imports', '--no-cache', '--no-logo', sys.argv[1]]; lint_imports_command()")
+    return subprocess.run([sys.executable, "-c", script, str(ROOT / "pyproject.toml"), env["PYTHONPATH"]],
+                          env=env, cwd=smtrain.parent, capture_output=True, text=True, timeout=120)
 
 
-def import_statements(path: Path, module: str) -> Iterator[tuple[int, str, list[str]]]:
-    """(line, module named, names taken from it) for every import in `path` (module `module`), at any depth
-    (function-level imports count too); relative imports resolved. `import a.b` takes no names."""
-    is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name, []
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against this module's package
-                base = module.split(".")
-                base = base[: len(base) - node.level + (1 if is_package else 0)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            yield node.lineno, target, [alias.name for alias in node.names]
+def _copy_packages(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "smtrain", tmp_path / "smtrain", ignore=shutil.ignore_patterns("__pycache__", "examples"))
+    shutil.copytree(ENTRY_ROOT, tmp_path / "smtrain_tf", ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def imported_modules(path: Path, module: str) -> Iterator[tuple[int, str]]:
-    """Every module `path` may import: each one named, and each name taken from one as a submodule."""
-    for line, target, names in import_statements(path, module):
-        yield line, target
-        for name in names:  # `from smtrain.plan import launch` imports smtrain.plan.launch
-            yield line, f"{target}.{name}"
+def test_the_import_contracts_hold() -> None:
+    said = lint_imports(ROOT / "smtrain", ENTRY_ROOT)
+    assert said.returncode == 0, said.stdout + said.stderr
+    assert f"Contracts: {len(_contracts())} kept, 0 broken." in said.stdout
 
 
-def import_graph(package_root: Path) -> dict[str, set[tuple[int, str]]]:
-    """module -> {(line, imported module)} for the modules of the package at `package_root`."""
-    files = {module_name(p, package_root): p for p in sorted(package_root.rglob("*.py"))}
-    graph: dict[str, set[tuple[int, str]]] = {}
-    for module, path in files.items():
-        edges = set()
-        for line, target in imported_modules(path, module):
-            # Keep only real modules of the package (drop attribute names such as `...build.Plan`).
-            while target and target not in files:
-                target = target.rpartition(".")[0]
-            # `from smtrain import jobs` names the package only to reach smtrain.jobs (kept above): the bare
-            # package is no edge, or every stage would seem to import the library's face.
-            if target and target not in (module, package_root.name) and target.split(".")[0] == package_root.name:
-                edges.add((line, target))
-        graph[module] = edges
-    return graph
+@pytest.mark.parametrize(("where", "line", "broken"), [
+    # a stage importing one above it
+    ("smtrain/spec/problems.py", "def _up():\n    from smtrain.plan import build\n", "smtrain's stages"),
+    # a backend importing its sibling
+    ("smtrain/local/request.py", "def _across():\n    from smtrain.sagemaker import submit\n", "smtrain's stages"),
+    # a stage reaching the api through the library's face
+    ("smtrain/plan/program.py", "def _face():\n    import smtrain\n", "the package smtrain itself"),
+    # the bundled package importing smtrain, which the job's bundle does not carry
+    ("smtrain_tf/scaling.py", "def _home():\n    import smtrain.errors\n", "never imports smtrain"),
+    # smtrain taking a module of smtrain_tf that may import TensorFlow
+    ("smtrain/plan/program.py", "def _tf():\n    from smtrain_tf.training import loop\n", "plain Python tables"),
+    # an upward import between smtrain_tf's layers, and one into its face
+    ("smtrain_tf/keras_support/several_steps.py", "def _up():\n    from ..wrap import patches\n", "smtrain_tf's layers"),
+    ("smtrain_tf/training/loop.py", "def _face():\n    from .. import fit\n", "face"),
+], ids=["stage-up", "backend-sibling", "smtrain-face", "entry-smtrain", "tf-module", "entry-layer-up", "entry-face"])
+def test_an_import_against_the_contracts_breaks_one(tmp_path: Path, where: str, line: str, broken: str) -> None:
+    _copy_packages(tmp_path)
+    with open(tmp_path / where, "a", encoding="utf-8") as handle:
+        handle.write("\n\n" + line)
+    said = lint_imports(tmp_path / "smtrain", tmp_path / "smtrain_tf")
+    assert said.returncode == 1, said.stdout + said.stderr
+    broken_names = [name for name in (c["name"] for c in _contracts().values()) if f"{name} BROKEN" in
+                    " ".join(said.stdout.split())]
+    # An upward import within smtrain also closes a cycle (the stage above imports the one below): both break.
+    assert [name for name in broken_names if broken in name] and len(broken_names) <= 2, said.stdout
 
 
-def backwards_imports(package_root: Path) -> list[str]:
-    """Every import that goes from a stage to one above it or to a sibling, as `file:line: a -> b`."""
-    found = []
-    for module, edges in import_graph(package_root).items():
-        for line, target in sorted(edges):
-            source_stage, target_stage = stage_of(module), stage_of(target)
-            if RANK[target_stage] > RANK[source_stage] or (
-                    RANK[target_stage] == RANK[source_stage] and target_stage != source_stage):
-                found.append(f"{module.replace('.', '/')}.py:{line}: {module} ({stage_of(module)}) imports "
-                             f"{target} ({stage_of(target)})")
-    return found
-
-
-def cycles(package_root: Path) -> list[list[str]]:
-    # A module may import its own package.
-    return find_cycles({m: {t for _, t in edges if t != m.rpartition(".")[0]}
-                        for m, edges in import_graph(package_root).items()})
-
-
-def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Each cycle of `graph` (node -> the nodes it imports) found by a depth-first walk, as a closed path."""
-    found: list[list[str]] = []
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt in graph:
-                if state.get(nxt) == 1:
-                    found.append(path[path.index(nxt):] + [nxt])
-                elif nxt not in state:
-                    visit(nxt)
-        path.pop()
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node)
-    return found
-
-
-def test_imports_run_one_way_between_stages() -> None:
-    assert backwards_imports(ROOT / "smtrain") == []
-
-
-def test_no_import_cycle() -> None:
-    assert cycles(ROOT / "smtrain") == []
+def test_a_cycle_breaks_the_acyclic_contract(tmp_path: Path) -> None:
+    _copy_packages(tmp_path)
+    # Two modules of one stage importing each other: no layer is crossed, only the cycle is wrong.
+    for where, other in (("smtrain/spec/problems.py", "notebook"), ("smtrain/spec/notebook.py", "problems")):
+        with open(tmp_path / where, "a", encoding="utf-8") as handle:
+            handle.write(f"\n\ndef _round():\n    from smtrain.spec import {other}\n")
+    said = lint_imports(tmp_path / "smtrain", tmp_path / "smtrain_tf")
+    assert said.returncode == 1, said.stdout
+    assert "no import cycle between smtrain's modules, nor between smtrain_tf's BROKEN" in said.stdout
+    assert said.stdout.count(" BROKEN") == 1, said.stdout
 
 
 def test_every_module_is_in_a_stage_or_shared_and_the_top_stays_small() -> None:
     top = sorted(p.name for p in (ROOT / "smtrain").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
     packages = sorted(p.name for p in (ROOT / "smtrain").iterdir() if (p / "__init__.py").is_file())
-    assert packages == sorted(STAGES[1:] + SHARED_PACKAGES)
+    assert packages == sorted(STAGES + SHARED_PACKAGES)
 
 
-@pytest.mark.parametrize("package", STAGES[1:] + SHARED_PACKAGES)
+@pytest.mark.parametrize("package", STAGES + SHARED_PACKAGES)
 def test_every_package_has_a_map_naming_each_of_its_modules(package: str) -> None:
     init = ROOT / "smtrain" / package / "__init__.py"
     doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
@@ -179,16 +134,6 @@ def test_the_cli_has_one_module_per_command_group() -> None:
     assert sum(len(commands) for commands in found.values()) >= 15  # every command is somewhere
 
 
-def test_only_the_entry_imports_the_cli() -> None:
-    # The command line is the top of the house: a stage that reached into it would pull click and the
-    # commands into library code (and the backwards-import check counts smtrain.__main__ as cli).
-    offenders = [f"{module}:{line}: {target}" for module, edges in import_graph(ROOT / "smtrain").items()
-                 if stage_of(module) != "cli" or module == "smtrain.__main__"
-                 for line, target in sorted(edges) if stage_of(target) == "cli"
-                 and (module, target) != ("smtrain.__main__", "smtrain.cli.commands")]
-    assert offenders == []
-
-
 def _sets_own_class(node: ast.Subscript, path: Path) -> bool:
     """`sys.modules[__name__].__class__ = ...` (smtrain/__init__.py's module type) hands the module to no one."""
     return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "__class__"
@@ -207,84 +152,20 @@ def test_no_module_hands_itself_to_another() -> None:
     assert offenders == []
 
 
-# The bundled package's layers, top to bottom (entrypoints/smtrain_tf/__init__.py explains them). A unit is a
-# subpackage or a module directly under smtrain_tf ("__init__": the package itself, the public face); the units
-# of one row are siblings, neither of which may import the other.
-ENTRY_ROOT = ROOT / "entrypoints" / "smtrain_tf"
-ENTRY_LAYERS = (("__init__",), ("wrap",), ("_main", "_api"), ("training",), ("data", "models", "export"), ("check",),
-                ("keras_support",), ("distribute",), ("contract",), ("scaling",))
-ENTRY_RANK = {unit: len(ENTRY_LAYERS) - row for row, units in enumerate(ENTRY_LAYERS) for unit in units}
-
-
-def test_the_entrypoint_never_imports_smtrain() -> None:
-    # Only entrypoints/ is shipped in the job's source bundle: smtrain is not there.
-    offenders = [f"{path.relative_to(ROOT)}:{line}: imports {target}"
-                 for path in sorted((ROOT / "entrypoints").rglob("*.py"))
-                 for line, target in imported_modules(path, module_name(path, ENTRY_ROOT) if ENTRY_ROOT in path.parents
-                                                      else path.stem)
-                 if target == "smtrain" or target.startswith("smtrain.")]
-    assert not offenders, "\n".join(offenders)
-
-
-def entry_unit(module: str) -> str:
-    """`smtrain_tf.training.loop` -> "training"; `smtrain_tf._api` -> "_api"; `smtrain_tf` -> "__init__"."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
-
-
-def entry_imports(package_root: Path) -> list[tuple[str, int, str, str]]:
-    """(file, line, module, module of the package it imports) for every import between two modules of the package.
-
-    A name taken from a module that is not a submodule is an import of that module, so `from .. import fit`
-    (the face's lazy fit) counts as an import of the package's __init__."""
-    files = {module_name(p, package_root): p for p in sorted(package_root.rglob("*.py"))}
-    found = set()
-    for module, path in files.items():
-        shown = path.relative_to(package_root.parent).as_posix()
-        for line, target, names in import_statements(path, module):
-            for wanted in [f"{target}.{name}" for name in names] or [target]:
-                while wanted and wanted not in files:
-                    wanted = wanted.rpartition(".")[0]
-                if wanted and wanted != module:
-                    found.add((shown, line, module, wanted))
-    return sorted(found)
-
-
-def entry_backwards_imports(package_root: Path) -> list[str]:
-    """Every import from a unit to one above it or to a sibling, as `file:line: a (unit) imports b (unit)`."""
-    return [f"{shown}:{line}: {module} ({entry_unit(module)}) imports {target} ({entry_unit(target)})"
-            for shown, line, module, target in entry_imports(package_root)
-            if entry_unit(module) != entry_unit(target)
-            and ENTRY_RANK.get(entry_unit(target), 0) >= ENTRY_RANK.get(entry_unit(module), 0)]
-
-
-def entry_unit_cycles(package_root: Path) -> list[list[str]]:
-    graph: dict[str, set[str]] = {}
-    for _, _, module, target in entry_imports(package_root):
-        graph.setdefault(entry_unit(module), set())
-        if entry_unit(target) != entry_unit(module):
-            graph[entry_unit(module)].add(entry_unit(target))
-    return find_cycles(graph)
+def test_the_two_programs_beside_the_bundled_package_never_import_smtrain() -> None:
+    # smtrain_entry.py and smtrain_wrap.py ship in the job's bundle with smtrain_tf (whose contract says the same
+    # of it); smtrain is not there. Every import at any depth, as ast reads it.
+    offenders = [f"entrypoints/{path.name}:{node.lineno}" for path in sorted((ROOT / "entrypoints").glob("*.py"))
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                              [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+                 if name.split(".")[0] == "smtrain"]
+    assert sorted(p.name for p in (ROOT / "entrypoints").glob("*.py")) == ["smtrain_entry.py", "smtrain_wrap.py"]
+    assert offenders == []
 
 
 def _entry_subpackages() -> list[str]:
     return sorted(p.name for p in ENTRY_ROOT.iterdir() if (p / "__init__.py").is_file())
-
-
-def test_the_bundled_package_imports_run_one_way_between_its_layers() -> None:
-    found = entry_backwards_imports(ENTRY_ROOT)
-    assert not found, "imports against the layer order (ENTRY_LAYERS):\n" + "\n".join(found)
-
-
-def test_the_bundled_package_has_no_import_cycle() -> None:
-    for found in (entry_unit_cycles(ENTRY_ROOT), cycles(ENTRY_ROOT)):  # between its subpackages, its modules
-        assert not found, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in found)
-
-
-def test_every_part_of_the_bundled_package_has_a_layer() -> None:
-    # A new subpackage or top-level module must be placed in ENTRY_LAYERS (and in the package's map).
-    units = {p.stem for p in ENTRY_ROOT.glob("*.py")} | set(_entry_subpackages())
-    assert units == set(ENTRY_RANK)
 
 
 def _docstring(init: Path) -> str:
@@ -304,81 +185,11 @@ def test_the_bundled_package_map_names_every_part_and_the_layer_order() -> None:
     doc = _docstring(ENTRY_ROOT / "__init__.py")
     parts = [f"{p}/" for p in _entry_subpackages()] + [p.name for p in ENTRY_ROOT.glob("*.py") if p.stem != "__init__"]
     assert [p for p in parts if p not in doc] == [], "entrypoints/smtrain_tf/__init__.py's map misses these"
-    rows = [" | ".join(units) for units in ENTRY_LAYERS[1:]]
+    layers = tuple(tuple(row.split(" | ")) for row in _contracts()["smtrain-tf-layers"]["layers"])
+    rows = [" | ".join(units) for units in layers]
     listed = [line.strip() for line in doc.partition("Layers, top to bottom")[2].splitlines()]
     assert [line for line in listed if line in rows] == rows
     # entrypoints/README.md gives the same order, as `__init__.py` -> `wrap/` -> `_main.py` | `_api.py` -> ...
     chain = " -> ".join(" | ".join(f"`{u}/`" if (ENTRY_ROOT / u).is_dir() else f"`{u}.py`" for u in units)
-                        for units in ENTRY_LAYERS)
+                        for units in (("__init__",), *layers))
     assert chain in " ".join((ROOT / "entrypoints" / "README.md").read_text(encoding="utf-8").split())
-
-
-# The modules of the bundled package that smtrain may read (plain Python: the batch and learning-rate
-# maths, the hyperparameter table, the model names), so that the plan and the program cannot disagree.
-TF_FREE_ENTRYPOINT_MODULES = {"smtrain_tf.scaling", "smtrain_tf.contract.hyperparameters", "smtrain_tf.models.names",
-                              "smtrain_tf.check.settings"}
-
-
-def test_smtrain_takes_only_plain_python_tables_from_the_bundled_package() -> None:
-    # Anything else of smtrain_tf may import TensorFlow, which validate and plan must never load.
-    entry_modules = {module_name(p, ROOT / "entrypoints" / "smtrain_tf") for p in
-                     (ROOT / "entrypoints" / "smtrain_tf").rglob("*.py")}
-    modules = set()
-    for path in sorted((ROOT / "smtrain").rglob("*.py")):
-        for _, target in imported_modules(path, module_name(path, ROOT / "smtrain")):
-            while target.startswith("smtrain_tf") and target not in entry_modules:
-                target = target.rpartition(".")[0]  # `smtrain_tf.scaling.global_batch_size` -> its module
-            if target:
-                modules.add(target)
-    modules = {m for m in modules if m.split(".")[0] == "smtrain_tf" and m != "smtrain_tf"}
-    assert modules and modules <= TF_FREE_ENTRYPOINT_MODULES, modules
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
-
-
-def test_the_check_catches_a_backwards_import_and_a_cycle(tmp_path: Path) -> None:
-    # The checker itself, on a small tree: it must flag what the real tree must not contain.
-    pkg = _tree(tmp_path, {
-        "smtrain/__init__.py": "", "smtrain/jobs.py": "",
-        "smtrain/spec/__init__.py": "", "smtrain/spec/model.py": "from smtrain.plan import build\n",
-        "smtrain/plan/__init__.py": "", "smtrain/plan/build.py": "def f():\n    from smtrain.spec.model import x\n",
-        "smtrain/cli/__init__.py": "", "smtrain/cli/commands.py": "from smtrain.plan.build import Plan\n",
-    }) / "smtrain"
-    assert backwards_imports(pkg) == [
-        "smtrain/spec/model.py:1: smtrain.spec.model (spec) imports smtrain.plan (plan)",
-        "smtrain/spec/model.py:1: smtrain.spec.model (spec) imports smtrain.plan.build (plan)"]
-    assert cycles(pkg) == [["smtrain.plan.build", "smtrain.spec.model", "smtrain.plan.build"]]
-
-
-def test_the_check_catches_a_backend_importing_its_sibling(tmp_path: Path) -> None:
-    pkg = _tree(tmp_path, {
-        "smtrain/__init__.py": "", "smtrain/local/__init__.py": "", "smtrain/sagemaker/__init__.py": "",
-        "smtrain/local/request.py": "def f():\n    from smtrain.sagemaker import submit\n",
-        "smtrain/sagemaker/submit.py": "",
-    }) / "smtrain"
-    assert backwards_imports(pkg) == [
-        "smtrain/local/request.py:2: smtrain.local.request (local) imports smtrain.sagemaker (sagemaker)",
-        "smtrain/local/request.py:2: smtrain.local.request (local) imports smtrain.sagemaker.submit (sagemaker)"]
-
-
-def test_the_bundled_package_check_catches_upward_sibling_and_face_imports_and_a_cycle(tmp_path: Path) -> None:
-    # The checker itself, on a small tree: function-level, relative and absolute imports all count.
-    pkg = _tree(tmp_path, {
-        "smtrain_tf/__init__.py": "", "smtrain_tf/_api.py": "def fit():\n    pass\n",
-        "smtrain_tf/models/__init__.py": "", "smtrain_tf/models/builders.py": "from ..training.steps import step\n",
-        "smtrain_tf/data/__init__.py": "",
-        "smtrain_tf/data/pipeline.py": "def f():\n    from smtrain_tf.models import builders\n",
-        "smtrain_tf/training/__init__.py": "", "smtrain_tf/training/steps.py": "from ..models.builders import build\n",
-        "smtrain_tf/wrap/__init__.py": "", "smtrain_tf/wrap/check_rest.py": "def f():\n    from .. import fit\n",
-    }) / "smtrain_tf"
-    assert entry_backwards_imports(pkg) == [
-        "smtrain_tf/data/pipeline.py:2: smtrain_tf.data.pipeline (data) imports smtrain_tf.models.builders (models)",
-        "smtrain_tf/models/builders.py:1: smtrain_tf.models.builders (models) imports smtrain_tf.training.steps "
-        "(training)",
-        "smtrain_tf/wrap/check_rest.py:2: smtrain_tf.wrap.check_rest (wrap) imports smtrain_tf (__init__)"]
-    assert entry_unit_cycles(pkg) == [["models", "training", "models"]]

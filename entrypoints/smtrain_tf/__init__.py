@@ -39,7 +39,7 @@ Map (each subpackage's __init__ names its modules; entrypoints/README.md has a l
     export/         the SavedModel, model.keras and the training summary
 
 Layers, top to bottom. A module imports its own subpackage and the layers below its own, never a layer
-above nor a sibling on its row (tests/test_layout.py checks it). The check sits below the loop, which hands
+above nor a sibling on its row (pyproject.toml's import contracts). The check sits below the loop, which hands
 it its first steps; the wrap sits on _api, whose strategy and fit a wrapped script shares.
 
     this __init__ (the public face)

@@ -27,6 +27,7 @@ from smtrain.plan.job_places import CHECKPOINT_LOCAL_PATH
 from smtrain.spec.model import LoadedSpec, Spec
 from smtrain.spec.notebook import is_notebook, program_name
 from smtrain.spec.problems import Path_, Problem, dotted
+from smtrain.version import installed_version
 
 BUNDLED_ENTRY_POINT = "smtrain_entry.py"
 WRAP_PROGRAM = "smtrain_wrap.py"
@@ -80,12 +81,6 @@ class Variable:
     field: Path_
 
 
-def _version() -> str:
-    import smtrain
-
-    return str(smtrain.__version__)
-
-
 def smtrain_variables(spec: Spec, image_uri: str | None = None, version: str | None = None,
                       base_dir: Path | None = None) -> list[Variable]:
     """The variables this job's container gets from smtrain (the spec's environment: aside): SMTRAIN_* ones,
@@ -115,7 +110,7 @@ def smtrain_variables(spec: Spec, image_uri: str | None = None, version: str | N
         found.append(Variable("MLFLOW_TRACKING_URI", target, ("tracking", "mlflow")))
         if spec.tracking.experiment is not None:
             found.append(Variable("MLFLOW_EXPERIMENT_NAME", spec.tracking.experiment, ("tracking", "experiment")))
-        settings = tracking.settings(spec, image_uri, version or _version(), base_dir)
+        settings = tracking.settings(spec, image_uri, version or installed_version(), base_dir)
         if settings is not None:
             found.append(Variable(tracking.SETTINGS, settings, ("tracking", "mlflow")))
     if what != BUNDLED and training.seed is not None:
