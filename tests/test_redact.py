@@ -335,3 +335,15 @@ def test_a_labelled_value_with_an_escaped_quote_is_masked_whole(line: str, maske
     assert mask_text(line) == masked
     if line.startswith("{"):
         json.loads(mask_text(line))  # a JSON line stays JSON
+
+
+def test_a_secret_set_in_the_environment_after_the_first_output_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A notebook's kernel imports smtrain, shows a result, then sets a token and shows another: the process's
+    # environment is read at each use, not once (in-process CLI tests run many commands in one process too).
+    redact._forget()
+    monkeypatch.delenv("SMTRAIN_LATE_TOKEN", raising=False)
+    assert mask_text("first line") == "first line"
+    monkeypatch.setenv("SMTRAIN_LATE_TOKEN", "late-value-0123")
+    assert mask_text("token late-value-0123 here") == f"token {MASK} here"
+    monkeypatch.setenv("SMTRAIN_LATE_TOKEN", "changed-value-4567")  # a value once known stays masked
+    assert mask_text("late-value-0123 changed-value-4567") == f"{MASK} {MASK}"

@@ -84,7 +84,9 @@ _LABELLED_VALUE = re.compile(r"\"(?P<dq>(?:[^\"\\\n]|\\.)*)\"|'(?P<sq>(?:[^'\\\n
 _FLAG = re.compile(r"--?(?P<name>[A-Za-z_][\w.-]*)")
 
 _known = KnownValues()
-_environment_read = False
+# The environment's items already read: a process (a Jupyter kernel, a CI job's steps) sets variables after
+# its first output too, so each use reads what was added or changed since.
+_environment_read: frozenset[tuple[str, str]] = frozenset()
 
 
 @functools.lru_cache(maxsize=4096)  # log lines repeat the same few `name=value` labels
@@ -138,22 +140,23 @@ def remember(values: object) -> None:
 
 def _known_values() -> KnownValues:
     global _environment_read
-    if not _environment_read:
-        _environment_read = True
-        for name, value in os.environ.items():
+    environment = frozenset(os.environ.items())
+    if environment != _environment_read:
+        for name, value in environment - _environment_read:
             if name in _NOT_SECRET_ENV:
                 continue
             if looks_secret(name):
                 _known.add(value)
             elif secret_shaped(value):
                 _known.add(value.strip())
+        _environment_read = environment  # a value once known stays known: masking it later harms nothing
     return _known
 
 
 def _forget() -> None:
     """Tests only: drop every known value; the process environment is read again on next use."""
     global _known, _environment_read
-    _known, _environment_read = KnownValues(), False
+    _known, _environment_read = KnownValues(), frozenset()
 
 
 def _shape_spans(text: str) -> list[tuple[int, int]]:

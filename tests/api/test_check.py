@@ -19,23 +19,19 @@ import pytest
 
 import smtrain
 from smtrain.api.checking import CannotCheckError
-from tests.support import ROOT, check_temp, demo_digits, moto_server
+from tests.support import ROOT
 from tests.support.cli_runner import smtrain as run_cli
 from tests.support.moto_server import MotoServer, live_spec
 from tests.support.specfiles import write_spec
 
 CODE = Path(__file__).with_name("check_code")
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("own_temp")]
 
 
-digits = demo_digits.digits
 
 
-own_temp = check_temp.own_temp
 
 
 def _spec(tmp_path: Path, digits: Path, changes: dict[str, Any]) -> Path:

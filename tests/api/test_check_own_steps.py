@@ -17,17 +17,14 @@ import pytest
 import smtrain
 from smtrain.api.checking import CannotCheckError
 from smtrain.local.check_verdict import WEIGHTS_TOLERANCE
-from tests.support import check_temp, demo_digits
 from tests.support.specfiles import write_spec
 
 CODE = Path(__file__).with_name("check_code")
 
-pytestmark = pytest.mark.slow
-
-digits = demo_digits.digits
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("own_temp")]
 
 
-own_temp = check_temp.own_temp
+
 
 ORACLE = Path(__file__).parents[1] / "support" / "scaling_oracle.py"
 

@@ -15,10 +15,7 @@ import pytest
 
 import smtrain
 from smtrain import exit_codes
-from tests.support import moto_server
 from tests.support.moto_server import BUCKET, REGION, MotoServer, live_spec
-
-moto_session = moto_server.moto_session
 
 DB_PASSWORD = "canary-db-password-never-print"
 

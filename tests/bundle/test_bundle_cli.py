@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.bundle.fake_secrets import pem
-from tests.support import moto_server
 from tests.support.cli_runner import no_result, smtrain
 from tests.support.moto_server import MotoServer, live_spec
 from tests.support.specfiles import write_spec
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 LARGE_FILE = 10 * 10**6  # the threshold the warning names (smtrain.bundle.sizes)
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -27,12 +27,8 @@ from smtrain.plan.build import build_plan
 from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
 from tests.spec.inprocess import run
-from tests.support import moto_server
 from tests.support.moto_server import BUCKET, MotoServer, live_spec
 from tests.support.specfiles import BASE_TEXT
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 

@@ -34,9 +34,6 @@ from tests.support.moto_server import (
     live_spec,
 )
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
-
 DB_PASSWORD = "canary-db-password-never-print"
 API_TOKEN = "canary-api-token-never-print"
 PROCESS_TOKEN = "canary-process-token-never-print"

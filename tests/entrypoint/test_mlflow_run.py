@@ -20,12 +20,9 @@ from typing import Any
 import pytest
 
 from tests.support import free_port
-from tests.support import mlflow_server as mlflow_support
 from tests.support.mlflow_server import MlflowServer
 
 from .sagemaker_env import REPO_ROOT
-
-mlflow_server = mlflow_support.mlflow_server
 
 SHA = "ab" * 32
 PROGRAM = '''\

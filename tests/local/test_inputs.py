@@ -14,7 +14,7 @@ import pytest
 from smtrain.local.backend import LocalBackend, local_request
 from smtrain.local.channels import ChannelSource, prepare_channels
 from tests.local.support import make_plan
-from tests.support.moto_server import BUCKET, REGION, aws, moto_session  # noqa: F401 - fixtures
+from tests.support.moto_server import BUCKET, REGION
 
 
 def channel_files(root: Path) -> list[str]:

@@ -18,16 +18,13 @@ from typing import Any
 import pytest
 
 from smtrain.local.tuning import read_local_tuning
-from tests.support import ROOT, demo_digits
-from tests.support import mlflow_server as mlflow_support
+from tests.support import ROOT
 from tests.support.cli_runner import smtrain
 from tests.support.mlflow_server import MlflowServer
 
 from .test_own_scripts import write_job
 
 pytestmark = pytest.mark.slow
-digits = demo_digits.digits
-mlflow_server = mlflow_support.mlflow_server
 
 
 def _submit(tmp_path: Path, spec: Path, job: str, server: MlflowServer, experiment: str, digits_dir: Path,

@@ -16,7 +16,7 @@ from smtrain.local.backend import LocalBackend, local_request
 from smtrain.plan.build import build_plan
 from smtrain.plan.catalog_files import load_catalog
 from smtrain.spec.model import load_spec
-from tests.support import ROOT, demo_digits
+from tests.support import ROOT
 from tests.support.docs import section
 
 CODE = ROOT / "configs" / "code"
@@ -38,7 +38,6 @@ def test_the_helper_port_changes_at_most_five_lines_and_the_readme_shows_them() 
         assert f"+{line}\n" in guide, f"the guide's diff lacks: {line}"
 
 
-digits = demo_digits.digits
 
 
 @pytest.mark.slow

@@ -115,10 +115,7 @@ def test_a_closed_stream_does_not_stall_the_hosts(tmp_path: Path) -> None:
 
 def test_secret_values_are_masked_on_the_stream_and_in_the_log(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import smtrain.redact
-
-    monkeypatch.setenv("MY_API_TOKEN", "tok-1234567890-secret")
-    monkeypatch.setattr(smtrain.redact, "_environment_read", False)  # read the environment again
+    monkeypatch.setenv("MY_API_TOKEN", "tok-1234567890-secret")  # set after earlier outputs: read at each use
     _, outcome, text = supervise(tmp_path, [spec(tmp_path, "algo-1", "print('token tok-1234567890-secret')")])
     assert "tok-1234567890-secret" not in text and "[algo-1] token ****" in text
     # `smtrain logs` reads the log file: the line is masked before it is written anywhere.

@@ -17,13 +17,11 @@ import pytest
 
 from smtrain.local.backend import LocalBackend, local_request
 from tests.local.support import Background, alive, make_plan
-from tests.support import demo_digits
 from tests.support.horovod_env import DOUBLES_DIR, horovod_python, rank_output
 
 pytestmark = pytest.mark.slow
 
 
-digits = demo_digits.digits
 
 
 def digits_plan(tmp_path: Path, digits: Path, **changes: object):

@@ -18,7 +18,7 @@ from smtrain.local.backend import LocalBackend
 from smtrain.local.demo_data import write_digits
 from tests.support import ROOT
 from tests.support.kernel import html, kernel, notebook, printed
-from tests.support.moto_server import BUCKET, MotoServer, aws, live_spec, moto_session  # noqa: F401 (fixtures)
+from tests.support.moto_server import BUCKET, MotoServer, live_spec
 
 DEMO_NOTEBOOK = ROOT / "configs" / "local-demo.ipynb"
 

@@ -30,13 +30,10 @@ from smtrain.render.tuning_request import render_tuning_request
 from smtrain.sagemaker import submit as submission
 from smtrain.spec.model import load_spec
 from smtrain.spec.problems import SpecError
-from tests.support import ROOT, moto_server, sdk_oracle
+from tests.support import ROOT, sdk_oracle
 from tests.support.cli_runner import no_result, smtrain
 from tests.support.moto_server import BUCKET, MotoServer, live_spec
 from tests.support.specfiles import write_spec
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 CATALOG = load_catalog()
 JOB = "oracle-job-20260101-000000-abcd"

@@ -15,13 +15,9 @@ from smtrain.render.checked_plan import checked_plan
 from smtrain.render.training_request import preview_request
 from smtrain.sagemaker import submit as submission
 from smtrain.spec.model import load_spec
-from tests.support import moto_server
 from tests.support.cli_runner import smtrain
 from tests.support.moto_server import BUCKET, ROLE, MotoServer
 from tests.support.specfiles import write_spec
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 CATALOG = load_catalog()
 JOB = "capacity-job-20260101-000000-abcd"

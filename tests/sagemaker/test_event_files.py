@@ -23,9 +23,6 @@ from tests.support.cli_runner import smtrain
 from tests.support.fake_tensorboard import bin_dir, no_tensorboard_here
 from tests.support.moto_server import BUCKET, MotoServer, create_job, live_spec
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
-
 IN_CONTAINER = "/opt/ml/output/tensorboard"
 TB_PATH = f"s3://{BUCKET}/out/tensorboard"
 # Event-like objects as SageMaker uploads the chief's output/tensorboard (Keras's layout).

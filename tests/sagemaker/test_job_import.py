@@ -16,9 +16,6 @@ from tests.render.test_sdk_oracle import differences
 from tests.support import ROOT, launcher_oracle, moto_server
 from tests.support.cli_runner import smtrain
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
-
 
 def described_request(server: moto_server.MotoServer, name: str) -> dict[str, Any]:
     """DescribeTrainingJob's answer (and the job's tags) as a CreateTrainingJob request: the members both have."""

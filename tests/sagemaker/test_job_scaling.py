@@ -8,12 +8,8 @@ import json
 
 from smtrain.plan.declared_metrics import metric_definitions
 from tests.spec.inprocess import run
-from tests.support import moto_server
 from tests.support.moto_metrics import publish_epochs
 from tests.support.moto_server import MotoServer, create_job
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 DEFINITIONS = [dict(d) for d in metric_definitions()]
 

@@ -21,13 +21,10 @@ import pytest
 from smtrain.aws import DEFAULT_MAX_ATTEMPTS
 from smtrain.jobs import JobInfo
 from tests.cli.test_startup import HEAVY, PROBE
-from tests.support import moto_server
 from tests.support.cli_runner import ROOT, smtrain, start_smtrain
 from tests.support.moto_server import Fault, MotoServer, create_job
 
 # The live server's fixtures (see tests/moto_server.py).
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 JOB_KEYS = {"name", "backend", "status", "secondary_status", "created", "started", "ended", "instance_type",
             "instance_count", "failure_reason", "model_artifacts", "console_url", "logs_url", "region", "cost"}

@@ -18,12 +18,8 @@ from smtrain.cli.metrics_command import follow_metrics
 from smtrain.plan.declared_metrics import metric_definitions
 from smtrain.sagemaker.backend import SageMakerBackend
 from tests.spec.inprocess import run
-from tests.support import moto_server
 from tests.support.moto_metrics import publish_epochs, set_final
 from tests.support.moto_server import REGION, MotoServer, create_job, live_spec
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 DEFINITIONS = [dict(d) for d in metric_definitions(("mae",))]
 CHIEF = [{"train:loss": 0.9, "train:accuracy": 0.7, "validation:loss": 0.8, "validation:accuracy": 0.75,

@@ -17,13 +17,9 @@ from smtrain.jobs import JobInfo
 from smtrain.plan.catalog_files import load_catalog
 from smtrain.plan.job_cost import job_cost
 from tests.spec.inprocess import run
-from tests.support import moto_server
 from tests.support.moto_quotas import quota_code
 from tests.support.moto_server import BUCKET, ROLE, THROTTLE, Fault, MotoServer, create_job, live_spec
 from tests.support.specfiles import write_spec
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 G5 = "ml.g5.xlarge for training job usage"
 G5_SPOT = "ml.g5.xlarge for spot training job usage"

@@ -10,9 +10,6 @@ import stat
 from tests.support import moto_server
 from tests.support.cli_runner import smtrain
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
-
 
 def _submitted(server, tmp_path, name, remote_debug=True, nodes=2):
     spec = moto_server.live_spec(tmp_path, {"compute": {"instance_type": "ml.g5.xlarge", "nodes": nodes,
@@ -54,7 +51,7 @@ def test_with_the_aws_cli_and_its_plugin_present_it_runs_the_session(aws, tmp_pa
         script.write_text(f'#!/bin/sh\necho "$0 $*" > "{record}"\n')
         script.chmod(script.stat().st_mode | stat.S_IXUSR)
     env = aws.env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    proc = smtrain("debug", "debug-me-2", env=env)
+    proc = smtrain("debug", "debug-me-2", env=env, process=True)  # it execs the AWS CLI: a process of its own
     assert proc.returncode == 0, proc.stderr
     assert record.read_text() == (f"{bin_dir}/aws ssm start-session --target sagemaker-training-job:debug-me-2_algo-1 "
                                   "--region us-east-1\n")

@@ -16,13 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.support import moto_server
 from tests.support.cli_runner import running_smtrain, smtrain
 from tests.support.moto_server import BUCKET, QUOTA, THROTTLE, Fault, MotoServer, live_spec
 
 # The live server's fixtures (see tests/moto_server.py).
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 # Each of these runs smtrain as a process against the server (retries, faults): seconds each.
 slow = pytest.mark.slow

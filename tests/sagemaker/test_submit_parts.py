@@ -25,9 +25,6 @@ from smtrain.spec.units import parse_since
 from tests.support import moto_server
 from tests.support.moto_server import BUCKET, THROTTLE, Fault, MotoServer, live_spec
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
-
 
 def _client_error(code: str, status: int = 400, message: str = "") -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": message},

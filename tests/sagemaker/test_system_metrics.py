@@ -12,12 +12,8 @@ import pytest
 from smtrain.jobs import HostUsage, JobInfo, SystemUsage
 from smtrain.sagemaker.system_metrics import period_for
 from tests.spec.inprocess import run
-from tests.support import moto_server
 from tests.support.moto_metrics import publish_usage
 from tests.support.moto_server import Fault, MotoServer, create_job
-
-moto_session = moto_server.moto_session
-aws = moto_server.aws
 
 # ml.g5.12xlarge has 4 GPUs: SageMaker's GPUUtilization is their sum (0-400).
 ONE_OF_FOUR = [{"CPUUtilization": 40.0 + i, "MemoryUtilization": 30.0, "GPUUtilization": 90.0 + i,

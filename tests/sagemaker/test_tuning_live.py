@@ -24,9 +24,6 @@ from tests.support.cli_runner import read_until, running_smtrain
 from tests.support.moto_server import BUCKET, THROTTLE, Fault, MotoServer, live_spec
 from tests.support.moto_tuning import add_trial, set_trial, set_tuning_status
 
-moto_session = moto_server.moto_session
-aws = moto_server.aws
-
 TUNING = {"objective": "validation:accuracy", "max_jobs": 4, "max_parallel_jobs": 2,
           "ranges": {"training.learning_rate": {"min": 0.0001, "max": 0.01, "scaling": "logarithmic"},
                      "training.batch_size_per_replica": {"values": [32, 64]},

@@ -1,13 +1,24 @@
-"""Run the smtrain CLI as a user would: a separate process, real exit code, stdout and stderr apart."""
+"""Run the smtrain CLI as a test: its exit code, stdout and stderr apart, as a user's shell gets them.
+
+`smtrain(...)` runs the command in this process by default (click's CliRunner over the same `main` that
+`python -m smtrain` calls, with the process's environment rules: AWS_* cleared, `env` added, `cwd` as the
+working directory, SIGTERM's handler put back after), in milliseconds where a process costs about 2 s of
+imports. A test of what only a process has passes `process=True`: start-up imports, signals, a closed stdout,
+`python -m smtrain` itself (and start_smtrain/running_smtrain always start one). SMTRAIN_TESTS_CLI=process runs
+every command as a process: how a change to this runner is checked against the real thing.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
@@ -22,9 +33,40 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def smtrain(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "smtrain", *args], cwd=cwd or ROOT, env=_env(env),
-                          capture_output=True, text=True, timeout=timeout)
+            timeout: float = 300, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command's exit code, stdout and stderr (see the module's docstring for where it runs)."""
+    if process or os.environ.get("SMTRAIN_TESTS_CLI") == "process":
+        return subprocess.run([sys.executable, "-m", "smtrain", *args], cwd=cwd or ROOT, env=_env(env),
+                              capture_output=True, text=True, timeout=timeout)
+    return _in_process(list(args), env, cwd or ROOT, timeout)
+
+
+def _in_process(args: list[str], env: Mapping[str, str] | None, cwd: Path,
+                timeout: float) -> subprocess.CompletedProcess[str]:
+    from click.testing import CliRunner
+
+    from smtrain.cli.commands import main
+
+    # The process's environment: AWS_* of this one cleared, `env` over the rest (CliRunner restores it after).
+    changes: dict[str, str | None] = {k: None for k in os.environ if k.startswith("AWS_")}
+    changes.update(env or {})
+    sigterm = signal.getsignal(signal.SIGTERM)  # main() installs its own, as the process does
+    before = Path.cwd()
+    # A command that never ends would hang the suite where the process runner's timeout fails the test: dump
+    # every thread's stack and end this worker instead (pytest-xdist reports the test as crashed).
+    faulthandler.dump_traceback_later(timeout, exit=True)
+    try:
+        os.chdir(cwd)
+        result = CliRunner().invoke(main, args, env=changes, prog_name="smtrain", catch_exceptions=True)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        os.chdir(before)
+        signal.signal(signal.SIGTERM, sigterm)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        # What escaped the command is what the process prints as it dies: its traceback, exit 1.
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["smtrain", *args], result.exit_code, result.stdout, stderr)
 
 
 def start_smtrain(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:

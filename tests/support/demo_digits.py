@@ -1,6 +1,6 @@
 """The digits demo's channels (train/, validation/) written once per test module, as `make demo` writes them.
 
-Import the fixture into a test module to use it: `digits = demo_digits.digits`."""
+A test asks for it by name: tests/conftest.py registers it."""
 
 from __future__ import annotations
 

@@ -390,13 +390,25 @@ def running() -> Iterator[MotoServer]:
             server.stop()
 
 
-# --- pytest fixtures (import them into a test module to use them) ----------------------------
+# --- pytest fixtures (tests/conftest.py registers them for every module) -----------------------
+
+_started: list[MotoServer] = []  # the session's server, once a test has asked for it
 
 
 @pytest.fixture(scope="session")
 def moto_session() -> Iterator[MotoServer]:
     with running() as server:
+        _started.append(server)
         yield server
+        _started.clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _moto_reset_after_module() -> Iterator[None]:
+    """Between modules the session's server is emptied and its faults drained, whatever a module's tests left."""
+    yield
+    for server in _started:
+        server.reset()
 
 
 @pytest.fixture
