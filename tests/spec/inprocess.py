@@ -1,7 +1,8 @@
 """smtrain's commands run in this process (click's CliRunner): the real exit code and output, in milliseconds.
 
-For tests that run thousands of specs (the fuzz suite, the README examples). Tests of the command
-line itself run it as a process (tests/support/cli_runner.py).
+For tests that run thousands of specs (the fuzz suite, the README examples), with smtrain's Run record.
+tests/support/cli_runner.py runs commands in-process too, as subprocess.CompletedProcess with the process's
+environment rules, and as a real process where a test needs one.
 """
 
 from __future__ import annotations
