@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from smtrain.local.ports import Reserved
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRYPOINTS = REPO / "entrypoints"
@@ -310,14 +311,11 @@ def run_variant(variant: str, model: str, work: Path, channels: dict[str, Path])
             "total_s": round(lines[-1][0], 2)}
 
 
+_PORTS = Reserved()  # held until the bench ends: no local run or other bench takes them meanwhile
+
+
 def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
+    return _PORTS.take(count)
 
 
 def run_layout(layout: str, tuning: str, work: Path, channels: dict[str, Path], epochs: int = 2,

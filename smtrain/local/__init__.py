@@ -8,7 +8,8 @@
     tf_install.py the hosts' TensorFlow found without importing it: required, and set against tensorflow.version
     contract.py   one host's /opt/ml layout, config files and SM_* environment, as the toolkit sets them
     hosts.py      every host's directory laid out, the bundle unpacked into each
-    launch.py     the processes per host, as the toolkit's: TF_CONFIG on free ports, ps servers, one mpirun for MPI
+    launch.py     the processes per host, as the toolkit's: TF_CONFIG on reserved ports, ps servers, one mpirun for MPI
+    ports.py      ports of 127.0.0.1 reserved for a run (below the ephemeral range, each locked): never taken twice
     replica_layout.py  the replicas per host: the plan's, CPU devices standing in for GPUs (--replicas-per-host: fewer);
                   hooks/sitecustomize.py splits the CPU for a hand-written script right after TensorFlow loads
     supervise.py  the process group: output streamed with host prefixes, one failure ends all

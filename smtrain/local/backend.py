@@ -46,7 +46,16 @@ from smtrain.local.records import (
     read_logs,
     unreadable_info,
 )
-from smtrain.local.supervise import DEFAULT_GRACE, Outcome, Output, Running, Supervisor, describe_exit, signal_group
+from smtrain.local.supervise import (
+    DEFAULT_GRACE,
+    Outcome,
+    Output,
+    ProcessSpec,
+    Running,
+    Supervisor,
+    describe_exit,
+    signal_group,
+)
 from smtrain.local.usage_sampler import USAGE_FILE, UsageSampler
 from smtrain.plan import launch
 from smtrain.redact import mask_text
@@ -56,6 +65,7 @@ if TYPE_CHECKING:  # the run path's modules load when a job runs: status/list/lo
     from smtrain.bundle.request import Request
     from smtrain.local.channels import ChannelSource
     from smtrain.local.contract import HostLayout
+    from smtrain.local.hosts import Hosts
     from smtrain.local.places import Place
     from smtrain.local.tf_install import Found
     from smtrain.plan.build import Plan
@@ -366,6 +376,7 @@ class LocalBackend:
         from smtrain.local.hosts import lay_out, write_bundle
         from smtrain.local.job_env import RequirementsError, install_requirements
         from smtrain.local.launch import host_processes
+        from smtrain.local.ports import Reserved
         from smtrain.local.tf_install import probe, version_note
 
         plan, name = request.plan, request.job_name
@@ -410,14 +421,20 @@ class LocalBackend:
         note = version_note(tensorflow if python == base_python else probe(python), plan.framework_version)
         if note:
             output.note(note)
-        try:
-            specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
-                                   hosts.env_for, entry_point=plan.entry_point, python=python,
-                                   args_for=hosts.args_for, processes_per_host=plan.processes_per_host,
-                                   mpi_options=plan.spec.distribution.mpi_options)
-        except UserError as exc:
-            raise _JobFailed(f"ClientError: {exc}") from exc
+        with Reserved() as ports:  # TF_CONFIG's ports, no other run's, held until the hosts end
+            try:
+                specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
+                                       hosts.env_for, entry_point=plan.entry_point, python=python,
+                                       args_for=hosts.args_for, processes_per_host=plan.processes_per_host,
+                                       mpi_options=plan.spec.distribution.mpi_options, ports=ports)
+            except UserError as exc:
+                raise _JobFailed(f"ClientError: {exc}") from exc
+            except OSError as exc:  # no free port: the run cannot start, as a host without a network
+                raise _JobFailed(f"ClientError: {exc.strerror or exc}") from exc
+            return self._supervise(name, job_dir, specs, hosts, body, output, grace)
 
+    def _supervise(self, name: str, job_dir: Path, specs: list[ProcessSpec], hosts: Hosts, body: dict[str, Any],
+                   output: Output, grace: float) -> tuple[Outcome, dict[str, HostLayout]]:
         sampler = UsageSampler(job_dir / USAGE_FILE)  # each host's CPU and memory, for `metrics --system`
 
         def on_started(running: list[Running]) -> None:

@@ -1,7 +1,8 @@
 """What each local host runs, per strategy, as the container toolkits start it on SageMaker.
 
 The TF_CONFIG builders and the host names come from smtrain.plan.launch (the toolkits' layouts);
-only the addresses change: every host:port becomes 127.0.0.1 and a free port of this machine.
+only the addresses change: every host:port becomes 127.0.0.1 and a port of this machine reserved for the run
+(smtrain.local.ports).
 A parameter-server host runs a bare tf.distribute.Server as its ps task and the entry point once,
 as master or worker: the user's code never runs as the ps task.
 Horovod and smddp run one mpirun on the first host for all ranks, as SageMaker does, with the
@@ -13,7 +14,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 
 from smtrain import exit_codes
 from smtrain.errors import UserError
+from smtrain.local.ports import Reserved
 from smtrain.local.supervise import AUX, MAIN, ProcessSpec
 from smtrain.plan import launch
 
@@ -41,24 +42,11 @@ server.join()
 EnvFor = Callable[[str, dict[str, Any] | None], dict[str, str]]
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now, all different (held open together while choosing)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def loopback_addresses(hosts: Sequence[str], ports: Sequence[int]) -> launch.Address:
-    """An `address` for smtrain.plan.launch: each (host, container port) gets its own local port."""
+def loopback_addresses(hosts: Sequence[str], ports: Sequence[int], reserved: Reserved) -> launch.Address:
+    """An `address` for smtrain.plan.launch: each (host, container port) gets its own local port, reserved
+    (smtrain.local.ports) until the run ends."""
     wanted = [(h, p) for h in hosts for p in ports]
-    table = dict(zip(wanted, free_ports(len(wanted)), strict=True))
+    table = dict(zip(wanted, reserved.take(len(wanted)), strict=True))
     return lambda host, port: f"127.0.0.1:{table[(host, port)]}"
 
 
@@ -119,17 +107,18 @@ def local_mpirun(mpirun: str, processes: int, env: Mapping[str, str], exported: 
 
 def host_processes(strategy: str, hosts: Sequence[str], code_dirs: Mapping[str, Path], env_for: EnvFor, *,
                    entry_point: str, python: str, args_for: Callable[[str], list[str]], processes_per_host: int,
-                   mpi_options: str) -> list[ProcessSpec]:
+                   mpi_options: str, ports: Reserved) -> list[ProcessSpec]:
     """The processes of every host; `env_for(host, tf_config)` and `args_for(host)` give a process's
-    environment and the entry point's arguments."""
+    environment and the entry point's arguments; TF_CONFIG's ports are taken from `ports` (held by the caller
+    until the processes end)."""
     specs: list[ProcessSpec] = []
     if strategy == "multi_worker_mirrored":
-        address = loopback_addresses(hosts, [launch.MWMS_PORT])
+        address = loopback_addresses(hosts, [launch.MWMS_PORT], ports)
         for host in hosts:
             env = env_for(host, launch.tf_config_mwms(hosts, host, address=address))
             specs.append(ProcessSpec(host, program(entry_point, python, args_for(host)), env, code_dirs[host]))
     elif strategy == "parameter_server" and len(hosts) > 1:
-        address = loopback_addresses(hosts, [launch.PS_WORKER_PORT, launch.PS_SERVER_PORT])
+        address = loopback_addresses(hosts, [launch.PS_WORKER_PORT, launch.PS_SERVER_PORT], ports)
         for host in hosts:
             ps_env = env_for(host, launch.tf_config_ps(hosts, host, ps_task=True, address=address))
             # The toolkit starts this host's parameter server (no user code) before its worker.

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smtrain.local.launch import free_ports  # noqa: F401 - the tests take it from here
+from tests.support import free_ports  # noqa: F401 - the tests take it from here
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "entrypoints" / "smtrain_entry.py"

@@ -26,6 +26,7 @@ import pytest
 from smtrain.local.contract import TF_FRAMEWORK_MODULE
 from smtrain.local.hosts import Hosts, lay_out, write_bundle
 from smtrain.local.launch import host_processes
+from smtrain.local.ports import Reserved
 from smtrain.local.request import local_request, render_local
 from smtrain.plan import launch
 from tests.local.support import make_plan
@@ -127,7 +128,8 @@ def test_tf_config_matches_the_toolkits_builders_except_host_and_port(tmp_path: 
     plan, hosts = laid_out(tmp_path, SPECS[case])
     specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
                            hosts.env_for, entry_point=plan.entry_point, python=sys.executable,
-                           args_for=hosts.args_for, processes_per_host=plan.processes_per_host, mpi_options="")
+                           args_for=hosts.args_for, processes_per_host=plan.processes_per_host, mpi_options="",
+                           ports=Reserved())
     seen: dict[str, str] = {}  # one address per cluster member, the same in every process's TF_CONFIG
     for host in hosts.names:
         theirs = toolkit_view(hosts, host)
@@ -327,7 +329,7 @@ def test_each_host_starts_the_toolkits_processes(tmp_path: Path, case: str, monk
     specs = host_processes(plan.strategy, hosts.names, {h: hosts.layouts[h].code_dir for h in hosts.names},
                            hosts.env_for, entry_point=plan.entry_point, python=sys.executable,
                            args_for=hosts.args_for, processes_per_host=plan.processes_per_host,
-                           mpi_options=plan.spec.distribution.mpi_options)
+                           mpi_options=plan.spec.distribution.mpi_options, ports=Reserved())
     for host in hosts.names:
         theirs = toolkit_processes(hosts, host, bin_dir)
         ours = local_processes(specs, host)

@@ -17,11 +17,20 @@ def like_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def free_port() -> int:
-    """A port on 127.0.0.1 the kernel handed out and that was released again: for a server a test starts (which
-    could lose it to another process in between; none here asks for a port of its own)."""
-    import socket
+_reserved: list[object] = []  # this test process's reservation (smtrain.local.ports), made on first use
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+def free_ports(count: int) -> list[int]:
+    """Ports of 127.0.0.1 reserved for this test process's whole life (smtrain.local.ports, as local runs reserve
+    theirs): no other test worker, no local run and no `bind(0)` of any program is handed one, so a server or a
+    TF_CONFIG a test starts on it cannot lose it in between."""
+    from smtrain.local.ports import Reserved
+
+    if not _reserved:
+        _reserved.append(Reserved())
+    return _reserved[0].take(count)  # type: ignore[attr-defined]
+
+
+def free_port() -> int:
+    """One port of free_ports()."""
+    return free_ports(1)[0]
