@@ -280,13 +280,14 @@ def test_two_same_name_submits_with_a_lost_answer_never_both_claim_the_job(aws: 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     result: dict[str, Any] = {}
+    # Two commands at once: each its own process (in-process commands share one sys.stdout).
     first = threading.Thread(target=lambda: result.setdefault("a", smtrain(
-        "submit", str(live_spec(tmp_path / "a")), "--job-name", "race", "-o", "json", env=env)))
+        "submit", str(live_spec(tmp_path / "a")), "--job-name", "race", "-o", "json", env=env, process=True)))
     first.start()
     try:
         assert arrived.wait(60), "submit A's create never reached the server"
         second = smtrain("submit", str(live_spec(tmp_path / "b", {"training": {"epochs": 99}})), "--job-name", "race",
-                         "-o", "json", env=env)
+                         "-o", "json", env=env, process=True)
         assert second.returncode == 0, second.stderr
     finally:
         held.set()

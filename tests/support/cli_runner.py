@@ -17,11 +17,12 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tests.support import ROOT, like_a_terminal
 
@@ -41,12 +42,29 @@ def smtrain(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None =
     return _in_process(list(args), env, cwd or ROOT, timeout)
 
 
+_ONE_AT_A_TIME = threading.Lock()
+
+
 def _in_process(args: list[str], env: Mapping[str, str] | None, cwd: Path,
                 timeout: float) -> subprocess.CompletedProcess[str]:
     from click.testing import CliRunner
 
     from smtrain.cli.commands import main
 
+    # CliRunner swaps the process's sys.stdout, environment and working directory: two commands at once (a
+    # test's threads) would write into each other's output. Such a test runs them as processes.
+    if any(name.startswith("PYTHON") for name in env or {}):  # read by an interpreter as it starts, never after
+        raise RuntimeError("only a process reads PYTHON* variables: pass process=True")
+    if not _ONE_AT_A_TIME.acquire(blocking=False):
+        raise RuntimeError("in-process smtrain commands cannot overlap: pass process=True to each")
+    try:
+        return _invoke(CliRunner(), main, args, env, cwd, timeout)
+    finally:
+        _ONE_AT_A_TIME.release()
+
+
+def _invoke(runner: Any, main: Any, args: list[str], env: Mapping[str, str] | None, cwd: Path,
+            timeout: float) -> subprocess.CompletedProcess[str]:
     # The process's environment: AWS_* of this one cleared, `env` over the rest (CliRunner restores it after).
     changes: dict[str, str | None] = {k: None for k in os.environ if k.startswith("AWS_")}
     changes.update(env or {})
@@ -57,11 +75,12 @@ def _in_process(args: list[str], env: Mapping[str, str] | None, cwd: Path,
     faulthandler.dump_traceback_later(timeout, exit=True)
     try:
         os.chdir(cwd)
-        result = CliRunner().invoke(main, args, env=changes, prog_name="smtrain", catch_exceptions=True)
+        result = runner.invoke(main, args, env=changes, prog_name="smtrain", catch_exceptions=True)
     finally:
         faulthandler.cancel_dump_traceback_later()
         os.chdir(before)
-        signal.signal(signal.SIGTERM, sigterm)
+        if threading.current_thread() is threading.main_thread():  # where main() installed its own
+            signal.signal(signal.SIGTERM, sigterm)
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         # What escaped the command is what the process prints as it dies: its traceback, exit 1.
