@@ -30,10 +30,6 @@ CODE = Path(__file__).with_name("check_code")
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("own_temp")]
 
 
-
-
-
-
 def _spec(tmp_path: Path, digits: Path, changes: dict[str, Any]) -> Path:
     base: dict[str, Any] = {"name": "check-me", "inputs": {"train": str(digits / "train")},
                             "output": str(tmp_path / "out"), "compute": {"max_run": "15m"}}

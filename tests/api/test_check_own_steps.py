@@ -24,8 +24,6 @@ CODE = Path(__file__).with_name("check_code")
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("own_temp")]
 
 
-
-
 ORACLE = Path(__file__).parents[1] / "support" / "scaling_oracle.py"
 
 

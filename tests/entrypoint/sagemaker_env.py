@@ -28,7 +28,6 @@ PYTHON = sys.executable
 _SCRUBBED_PREFIXES = ("SM_", "TF_CONFIG", "SAGEMAKER_", "SMTRAIN_", "OMPI_", "PMI_", "PMIX_")
 
 
-
 @dataclass
 class Host:
     name: str

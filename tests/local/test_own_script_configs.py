@@ -38,8 +38,6 @@ def test_the_helper_port_changes_at_most_five_lines_and_the_readme_shows_them() 
         assert f"+{line}\n" in guide, f"the guide's diff lacks: {line}"
 
 
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("config, saved", [("own-script-wrapped.yaml", {"model.keras"}),
                                            ("own-script-helper.yaml", {"1/saved_model.pb", "model.keras"})])

@@ -22,8 +22,6 @@ from tests.support.horovod_env import DOUBLES_DIR, horovod_python, rank_output
 pytestmark = pytest.mark.slow
 
 
-
-
 def digits_plan(tmp_path: Path, digits: Path, **changes: object):
     spec = {"compute": {"nodes": 2, "max_run": 600}, "distribution": {"strategy": "multi_worker_mirrored"},
             "training": {"model": "mlp", "epochs": 4, "batch_size_per_replica": 32, "seed": 3},

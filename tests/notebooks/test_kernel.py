@@ -44,7 +44,6 @@ TRAINING_CELLS = [
 ]
 
 
-
 def _local_env(tmp_path: Path) -> dict[str, str]:
     write_digits(tmp_path / "digits")
     return {"SMTRAIN_HOME": str(tmp_path / "home"), "SMTRAIN_DEMO_DATA": str(tmp_path / "digits"),

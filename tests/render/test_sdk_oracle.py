@@ -182,8 +182,6 @@ VARIED: dict[str, dict[str, Any]] = {
 }
 
 
-
-
 def assert_smtrain_renders_what_the_sdk_does(spec_path: Path) -> dict[str, Any]:
     plan = checked_plan.checked_plan(load_spec(spec_path, env={}), CATALOG)
     request = make_request(plan, JOB)
