@@ -18,6 +18,7 @@ The job's record lives under ${SMTRAIN_HOME:-~/.smtrain}/local-jobs/<job>/ (see 
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import json
 import os
@@ -306,7 +307,7 @@ class LocalBackend:
         return UserError(f"a local job named {name} already exists in {self.store.root}: pick another --job-name",
                          exit_codes.USAGE)
 
-    def _places(self, request: Request) -> list[Place]:
+    def _places(self, request: Request) -> builtins.list[Place]:  # `list` here is the method below
         """The directories the run writes in before and after its job: the jobs' home, a local output's."""
         from smtrain.local.places import FILE, Place
         from smtrain.local.request import output_root
@@ -433,7 +434,7 @@ class LocalBackend:
                 raise _JobFailed(f"ClientError: {exc.strerror or exc}") from exc
             return self._supervise(name, job_dir, specs, hosts, body, output, grace)
 
-    def _supervise(self, name: str, job_dir: Path, specs: list[ProcessSpec], hosts: Hosts, body: dict[str, Any],
+    def _supervise(self, name: str, job_dir: Path, specs: builtins.list[ProcessSpec], hosts: Hosts, body: dict[str, Any],
                    output: Output, grace: float) -> tuple[Outcome, dict[str, HostLayout]]:
         sampler = UsageSampler(job_dir / USAGE_FILE)  # each host's CPU and memory, for `metrics --system`
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
+from annotated_types import GroupedMetadata
 from pydantic import PlainValidator, WithJsonSchema
 
 from smtrain.spec import patterns
@@ -40,11 +41,23 @@ def _text_form(pattern: str) -> dict[str, Any]:
     return {"type": "string", "pattern": patterns.whole_text(pattern)}
 
 
-def _typed(python_type: Any, check: Callable[[object], Any], schema: dict[str, Any]) -> Any:
-    return Annotated[python_type, PlainValidator(check), WithJsonSchema(schema)]
+class Rule(GroupedMetadata):
+    """A field's check and its JSON Schema, as one piece of `Annotated` metadata: `Annotated[int, whole(1, 8)]`.
+    (A factory that returned the whole Annotated type would be a call in a type, which no type checker reads.)"""
+
+    def __init__(self, check: Callable[[object], Any], schema: dict[str, Any]) -> None:
+        self.check, self.schema = check, schema
+
+    def __iter__(self) -> Iterator[object]:
+        yield PlainValidator(self.check)
+        yield WithJsonSchema(self.schema)
 
 
-def whole(minimum: int = 0, maximum: int = LARGEST) -> Any:
+def _rule(check: Callable[[object], Any], schema: dict[str, Any]) -> Rule:
+    return Rule(check, schema)
+
+
+def whole(minimum: int = 0, maximum: int = LARGEST) -> Rule:
     """A whole number from `minimum` to `maximum`: an int, or its digits as text."""
 
     def check(value: object) -> int:
@@ -61,11 +74,11 @@ def whole(minimum: int = 0, maximum: int = LARGEST) -> Any:
             raise ValueError(f"{brief(value)}: must be {limit}")
         return number
 
-    return _typed(int, check, {"anyOf": [{"type": "integer", "minimum": minimum, "maximum": maximum},
+    return _rule(check, {"anyOf": [{"type": "integer", "minimum": minimum, "maximum": maximum},
                                          _text_form(_WHOLE_TEXT)]})
 
 
-def real(*, above: float | None = None, minimum: float | None = None, maximum: float | None = None) -> Any:
+def real(*, above: float | None = None, minimum: float | None = None, maximum: float | None = None) -> Rule:
     """A finite number (inf and nan are refused), within the bounds given."""
 
     def check(value: object) -> float:
@@ -90,7 +103,7 @@ def real(*, above: float | None = None, minimum: float | None = None, maximum: f
     for key, bound in (("exclusiveMinimum", above), ("minimum", minimum), ("maximum", maximum)):
         if bound is not None:
             number[key] = bound
-    return _typed(float, check, {"anyOf": [number, _text_form(_REAL_TEXT)]})
+    return _rule(check, {"anyOf": [number, _text_form(_REAL_TEXT)]})
 
 
 def _flag(value: object) -> bool:
@@ -101,18 +114,18 @@ def _flag(value: object) -> bool:
     raise ValueError(f"{brief(value)} is not true or false")
 
 
-Flag = _typed(bool, _flag, {"anyOf": [{"type": "boolean"}, {"enum": sorted(FLAG_WORDS)}]})
+Flag = Annotated[bool, _rule(_flag, {"anyOf": [{"type": "boolean"}, {"enum": sorted(FLAG_WORDS)}]})]
 
 
 def _size(value: object) -> int:
     return parse_size(value)
 
 
-Size = _typed(int, _size, {**_text_form(SIZE_PATTERN),
-                           "description": f"a size with its unit, such as 40GB or 100GiB; units: {SIZE_UNITS_HINT}"})
+Size = Annotated[int, _rule(_size, {**_text_form(SIZE_PATTERN),
+                           "description": f"a size with its unit, such as 40GB or 100GiB; units: {SIZE_UNITS_HINT}"})]
 
 
-def duration(minimum: int = 0, maximum: int = LARGEST) -> Any:
+def duration(minimum: int = 0, maximum: int = LARGEST) -> Rule:
     """Seconds: a whole number of them, or text such as 90m, 6h, 1d."""
 
     def check(value: object) -> int:
@@ -124,12 +137,12 @@ def duration(minimum: int = 0, maximum: int = LARGEST) -> Any:
             raise ValueError(f"{brief(value)} is over {limit}")
         return seconds
 
-    return _typed(int, check, {"anyOf": [{"type": "integer", "minimum": minimum, "maximum": maximum},
+    return _rule(check, {"anyOf": [{"type": "integer", "minimum": minimum, "maximum": maximum},
                                          _text_form(DURATION_PATTERN)],
                                "description": "seconds, or a duration such as 90m, 6h, 1d"})
 
 
-def checked(kind: str, pattern: patterns.Pattern, hint: str) -> Any:
+def checked(kind: str, pattern: patterns.Pattern, hint: str) -> Rule:
     """Text that matches `pattern` whole."""
 
     def check(value: object) -> str:
@@ -137,10 +150,10 @@ def checked(kind: str, pattern: patterns.Pattern, hint: str) -> Any:
             raise ValueError(f"{brief(value)} is not {kind}: {hint}")
         return value  # type: ignore[return-value]
 
-    return _typed(str, check, pattern.json_schema())
+    return _rule(check, pattern.json_schema())
 
 
-def mapping_key(kind: str, ok: Callable[[str], bool], hint: str, schema: dict[str, Any]) -> Any:
+def mapping_key(kind: str, ok: Callable[[str], bool], hint: str, schema: dict[str, Any]) -> Rule:
     """A mapping key (a channel, variable or tag name) and the rule it follows."""
 
     def check(value: object) -> str:
@@ -148,7 +161,7 @@ def mapping_key(kind: str, ok: Callable[[str], bool], hint: str, schema: dict[st
             raise ValueError(f"{brief(value)} is not {kind}: {hint}")
         return value
 
-    return _typed(str, check, schema)
+    return _rule(check, schema)
 
 
 def _scalar_text(value: object) -> str:
@@ -187,11 +200,11 @@ def _line(value: object) -> str:
     return value
 
 
-Line = _typed(str, _line, {"type": "string", "pattern": patterns.whole_text(f"{LINE_CHARS}*")})
+Line = Annotated[str, _rule(_line, {"type": "string", "pattern": patterns.whole_text(f"{LINE_CHARS}*")})]
 
 _PLAIN = {"type": ["string", "number", "boolean"]}
-Text = Annotated[_typed(str, _scalar_text, _PLAIN), AS_WRITTEN]
-HyperValue = _typed(str | int | float | bool, _hyperparameter, _PLAIN)
+Text = Annotated[Annotated[str, _rule(_scalar_text, _PLAIN)], AS_WRITTEN]
+HyperValue = Annotated[str | int | float | bool, _rule(_hyperparameter, _PLAIN)]
 
 
 def _processes(value: object) -> int | str:
@@ -204,9 +217,9 @@ def _processes(value: object) -> int | str:
     raise ValueError(f"{brief(value)} is not 'auto' or a positive whole number")
 
 
-ProcessesPerHost = _typed(int | str, _processes, {"anyOf": [{"const": "auto"},
+ProcessesPerHost = Annotated[int | str, _rule(_processes, {"anyOf": [{"const": "auto"},
                                                             {"type": "integer", "minimum": 1, "maximum": LARGEST},
-                                                            _text_form(_WHOLE_TEXT)]})
+                                                            _text_form(_WHOLE_TEXT)]})]
 
 # A spec may name local directories (or file:// URIs) for `submit --local`.
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*://")
@@ -225,10 +238,10 @@ def _data_uri(value: object) -> str:
 
 
 _LOCAL_PATH = rf"(?![a-z][a-z0-9+.-]*://){LINE_CHARS}*[^\s\x00-\x1f\x7f-\x9f\u2028\u2029]{LINE_CHARS}*"
-DataUri = _typed(str, _data_uri, {"type": "string",
+DataUri = Annotated[str, _rule(_data_uri, {"type": "string",
                                   "pattern": patterns.whole_text(f"{patterns.S3_URI.body}|file://{LINE_CHARS}*|{_LOCAL_PATH}"),
-                                  "description": "s3://bucket/prefix, file:///path or a local path"})
-S3Uri = checked("an S3 URI", patterns.S3_URI, "write s3://bucket/prefix")
+                                  "description": "s3://bucket/prefix, file:///path or a local path"})]
+S3Uri = Annotated[str, checked("an S3 URI", patterns.S3_URI, "write s3://bucket/prefix")]
 
 # YAML 1.1's false words: `tensorboard: off` turns an output off; an editor (YAML 1.2) reads `off` as text.
 _FALSE_WORDS = sorted(w for w, on in FLAG_WORDS.items() if not on)
@@ -247,8 +260,8 @@ def _s3_uri_or_off(value: object) -> str | bool:
     return value  # type: ignore[return-value]
 
 
-S3UriOrOff = _typed(str | bool, _s3_uri_or_off, {"anyOf": [patterns.S3_URI.json_schema(), {"const": False},
-                                                           {"enum": _FALSE_WORDS}]})
+S3UriOrOff = Annotated[str | bool, _rule(_s3_uri_or_off, {"anyOf": [patterns.S3_URI.json_schema(), {"const": False},
+                                                           {"enum": _FALSE_WORDS}]})]
 
 # Tag text: letters and digits of any script, spaces and _.:/=+-@ (the schema can only refuse the
 # ASCII characters outside that set; the loader checks every character).
@@ -267,8 +280,8 @@ def _tag_value(value: object) -> str:
     return text
 
 
-TagValue = Annotated[_typed(str, _tag_value, {"anyOf": [{"type": "string", "maxLength": 256,
+TagValue = Annotated[Annotated[str, _rule(_tag_value, {"anyOf": [{"type": "string", "maxLength": 256,
                                                "pattern": patterns.whole_text(f"{_TAG_SCHEMA_CHARS}*")},
-                                              {"type": ["number", "boolean"]}]}), AS_WRITTEN]
+                                              {"type": ["number", "boolean"]}]})], AS_WRITTEN]
 TAG_KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 128,
                   "pattern": patterns.whole_text(f"(?![Aa][Ww][Ss]:){_TAG_SCHEMA_CHARS}+")}

@@ -61,18 +61,19 @@ MAX_LEARNING_RATE = 1000.0
 
 STRATEGIES = ("auto", "none", "mirrored", "multi_worker_mirrored", "parameter_server", "horovod", "smddp")
 
-ChannelName = mapping_key("a channel name", patterns.CHANNEL.matches,
-                          "1-64 letters, digits, '.', '-' or '_', not . or ..", patterns.CHANNEL.json_schema())
-EnvName = mapping_key("an environment variable name", patterns.ENV_NAME.matches,
-                      "letters, digits and _, not starting with a digit", patterns.ENV_NAME.json_schema())
-TagKey = mapping_key("a tag key", lambda k: 1 <= len(k) <= 128 and tag_text(k) and not k.lower().startswith("aws:"),
-                     "1-128 letters, digits, spaces or _.:/=+-@, not starting with aws:", TAG_KEY_SCHEMA)
+ChannelName = Annotated[str, mapping_key("a channel name", patterns.CHANNEL.matches,
+                          "1-64 letters, digits, '.', '-' or '_', not . or ..", patterns.CHANNEL.json_schema())]
+EnvName = Annotated[str, mapping_key("an environment variable name", patterns.ENV_NAME.matches,
+                      "letters, digits and _, not starting with a digit", patterns.ENV_NAME.json_schema())]
+TagKey = Annotated[str, mapping_key("a tag key",
+                                     lambda k: 1 <= len(k) <= 128 and tag_text(k) and not k.lower().startswith("aws:"),
+                     "1-128 letters, digits, spaces or _.:/=+-@, not starting with aws:", TAG_KEY_SCHEMA)]
 # model_dir is the TensorFlow contract's own: every job's request sets it (an s3:// URI, or /opt/ml/model for MPI).
-HyperName = mapping_key("a hyperparameter name",
+HyperName = Annotated[str, mapping_key("a hyperparameter name",
                         lambda k: bool(k) and not k.startswith("sagemaker_") and k != "model_dir" and is_line(k),
                         "one line, not starting with sagemaker_ and not model_dir (SageMaker's own names)",
                         {"type": "string", "minLength": 1,
-                         "pattern": patterns.whole_text(f"(?!sagemaker_|model_dir$){LINE_CHARS}+")})
+                         "pattern": patterns.whole_text(f"(?!sagemaker_|model_dir$){LINE_CHARS}+")})]
 
 
 class _Model(BaseModel):
@@ -81,36 +82,37 @@ class _Model(BaseModel):
 
 class TensorFlowSpec(_Model):
     # Unquoted, YAML reads 2.10 as a number: the loader takes the text as written, so may an editor.
-    version: Annotated[checked("a version", patterns.TF_VERSION, 'such as "2.19"'), AS_WRITTEN,
+    version: Annotated[str, checked("a version", patterns.TF_VERSION, 'such as "2.19"'), AS_WRITTEN,
                        WithJsonSchema({"anyOf": [patterns.TF_VERSION.json_schema(), {"type": "number"}]})] | None = Field(
         None, description="SageMaker TensorFlow training image version, e.g. \"2.21\"; default: the newest image "
         "AWS still patches (the docs' \"TensorFlow versions and images\")")
-    python: checked("a Python tag", patterns.PYTHON_TAG, "such as py310 or py312") | None = Field(
+    python: Annotated[str, checked("a Python tag", patterns.PYTHON_TAG, "such as py310 or py312")] | None = Field(
         None, description="py310, py312, ...; inferred from version when omitted")
     keras: Literal[2, 3] | None = Field(
         None, description="the Keras the code runs on: 2 runs a script written for Keras 2 as written on a 2.16+ "
         "image (tf_keras under TF_USE_LEGACY_KERAS=1, tf-keras matched to the image's TensorFlow added to the "
         "job's requirements); default: the image's own (Keras 3 from TensorFlow 2.16, Keras 2 before)")
-    image_uri: checked("an image reference", patterns.IMAGE_URI, "write registry/repository[:tag][@sha256:digest], "
-                       "such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-image:1.0") | None = Field(
+    image_uri: Annotated[str, checked("an image reference", patterns.IMAGE_URI,
+                                      "write registry/repository[:tag][@sha256:digest], "
+                       "such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-image:1.0")] | None = Field(
         None, description="a training image URI to use instead of SageMaker's")
 
 
-KmsKey = checked("a KMS key", patterns.KMS_KEY, "a key id, key ARN, alias/NAME or alias ARN")
-TrainingPlan = checked("a training plan ARN", patterns.TRAINING_PLAN,
-                       "write arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME")
+KmsKey = Annotated[str, checked("a KMS key", patterns.KMS_KEY, "a key id, key ARN, alias/NAME or alias ARN")]
+TrainingPlan = Annotated[str, checked("a training plan ARN", patterns.TRAINING_PLAN,
+                       "write arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME")]
 
 
 class PreferSpec(_Model):
     """One entry of compute.prefer: an instance type and how many of it (ResourceConfig.InstancePreferences)."""
 
     instance_type: Line = Field(description="an ml.* instance type of the catalog")
-    count: whole(1, 100) = Field(1, description="instances of this type if it is the one that runs")
+    count: Annotated[int, whole(1, 100)] = Field(1, description="instances of this type if it is the one that runs")
     training_plan: TrainingPlan | None = Field(
         None, description="a training plan reserving this type (the preference's TrainingPlanArns)")
 
 
-InstanceGroupName = checked("an instance group name", patterns.INSTANCE_GROUP, "1-64 characters on one line")
+InstanceGroupName = Annotated[str, checked("an instance group name", patterns.INSTANCE_GROUP, "1-64 characters on one line")]
 
 
 class InstanceGroupSpec(_Model):
@@ -118,21 +120,22 @@ class InstanceGroupSpec(_Model):
 
     name: InstanceGroupName = Field(description="the group's name: SM_CURRENT_INSTANCE_GROUP on its hosts")
     instance_type: Line = Field(description="an ml.* instance type of the catalog")
-    count: whole(1, 100) = Field(1, description="instances of this type")
+    count: Annotated[int, whole(1, 100)] = Field(1, description="instances of this type")
 
 
 class ComputeSpec(_Model):
     instance_type: Line = Field("auto", description='"auto" or an ml.* instance type')
     gpu: Line | None = Field(None, description="for auto: GPU model wanted (A100, H100, V100, T4, A10G, L4, L40S, ...)")
-    gpus_per_node: whole(1) = Field(1, description="for auto: at least this many GPUs per node")
+    gpus_per_node: Annotated[int, whole(1)] = Field(1, description="for auto: at least this many GPUs per node")
     min_gpu_memory: Size | None = Field(None, description="for auto: memory per GPU, e.g. 40GB")
-    nodes: whole(1, 100) = Field(1, description="number of instances")
+    nodes: Annotated[int, whole(1, 100)] = Field(1, description="number of instances")
     volume_size: Size = Field("30GB", validate_default=True, description="EBS volume per instance")
     spot: Flag = Field(False, description="managed spot training")
-    max_run: duration(1, MAX_RUN_LIMIT) = Field("1d", validate_default=True, description="MaxRuntimeInSeconds")
-    max_wait: duration(1, MAX_RUN_LIMIT) | None = Field(
+    max_run: Annotated[int, duration(1, MAX_RUN_LIMIT)] = Field("1d", validate_default=True,
+                                                                description="MaxRuntimeInSeconds")
+    max_wait: Annotated[int, duration(1, MAX_RUN_LIMIT)] | None = Field(
         None, description="spot only: MaxWaitTimeInSeconds, >= max_run; default 2 x max_run")
-    keep_alive: duration() = Field(0, description="warm-pool keep-alive period")
+    keep_alive: Annotated[int, duration()] = Field(0, description="warm-pool keep-alive period")
     allow_cpu: Flag = Field(False, description="let a job on a GPU instance run when TensorFlow sees no GPU "
                             "(by default it fails at once, naming the likely cause)")
     prefer: tuple[PreferSpec, ...] | None = Field(
@@ -143,9 +146,9 @@ class ComputeSpec(_Model):
         "InstanceGroups), instead of instance_type and nodes; your own script runs on every host and reads "
         "SM_CURRENT_INSTANCE_GROUP (SDK v2's instance_groups)")
     training_plan: TrainingPlan | None = Field(None, description="ResourceConfig.TrainingPlanArn: reserved capacity")
-    max_pending: duration(1800, 2419200) | None = Field(
+    max_pending: Annotated[int, duration(1800, 2419200)] | None = Field(
         None, description="MaxPendingTimeInSeconds: how long the job may wait for capacity (30m to 28d)")
-    max_retry_attempts: whole(1, 30) | None = Field(
+    max_retry_attempts: Annotated[int, whole(1, 30)] | None = Field(
         None, description="RetryStrategy.MaximumRetryAttempts: retries after an internal server error")
     volume_kms_key: KmsKey | None = Field(None, description="ResourceConfig.VolumeKmsKeyId: encrypts the EBS volume")
     infra_check: Flag = Field(False, description="InfraCheckConfig: SageMaker checks the instances' GPUs and "
@@ -157,17 +160,17 @@ class ComputeSpec(_Model):
 class ModelPackageSpec(_Model):
     """Where SageMaker registers the trained model (ModelPackageConfig)."""
 
-    group: checked("a model package group ARN", patterns.MODEL_PACKAGE_GROUP,
-                   "write arn:aws:sagemaker:REGION:ACCOUNT:model-package-group/NAME") = Field(
+    group: Annotated[str, checked("a model package group ARN", patterns.MODEL_PACKAGE_GROUP,
+                   "write arn:aws:sagemaker:REGION:ACCOUNT:model-package-group/NAME")] = Field(
         description="the model package group the model is registered in (ModelPackageGroupArn)")
-    source: checked("a model package ARN", patterns.MODEL_PACKAGE,
-                    "write arn:aws:sagemaker:REGION:ACCOUNT:model-package/NAME/VERSION") | None = Field(
+    source: Annotated[str, checked("a model package ARN", patterns.MODEL_PACKAGE,
+                    "write arn:aws:sagemaker:REGION:ACCOUNT:model-package/NAME/VERSION")] | None = Field(
         None, description="the model package this one derives from (SourceModelPackageArn)")
 
 
-ExperimentName = checked("an experiment entity name", patterns.EXPERIMENT_ENTITY,
-                         "1-120 letters, digits and inner hyphens")
-MlflowName = checked("an MLflow name", patterns.MLFLOW_NAME, "1-256 characters on one line")
+ExperimentName = Annotated[str, checked("an experiment entity name", patterns.EXPERIMENT_ENTITY,
+                         "1-120 letters, digits and inner hyphens")]
+MlflowName = Annotated[str, checked("an MLflow name", patterns.MLFLOW_NAME, "1-256 characters on one line")]
 
 
 class SageMakerExperimentSpec(_Model):
@@ -209,33 +212,37 @@ class TrainingSpec(_Model):
     """Hyperparameters of the bundled entrypoint (entrypoints/README.md documents each)."""
 
     model: Line = Field("mlp", description="mlp, cnn, resnet50, or module:function in your source_dir")
-    epochs: whole(1) = Field(10, description="passes over the training data")
-    batch_size_per_replica: whole(1) = Field(64, description="examples per replica per step; the global batch is "
+    epochs: Annotated[int, whole(1)] = Field(10, description="passes over the training data")
+    batch_size_per_replica: Annotated[int, whole(1)] = Field(64, description="examples per replica per step; the global "
+                                                             "batch is "
                                              "this x replicas")
     # Bounded so the scaled rate (x replicas) stays finite; a larger base rate is a typo.
-    learning_rate: real(above=0, maximum=MAX_LEARNING_RATE) = Field(
+    learning_rate: Annotated[float, real(above=0, maximum=MAX_LEARNING_RATE)] = Field(
         0.001, description="for one replica; scaled by lr_scaling")
     lr_scaling: Literal["none", "linear", "sqrt"] = Field(
         "linear", description="how learning_rate grows with the replicas: none, linear (x replicas) or sqrt "
         "(x sqrt(replicas)); a wrapped script: none unless set")
-    warmup_epochs: real(minimum=0) = Field(0.0, description="linear warm-up to the full rate over this many epochs")
+    warmup_epochs: Annotated[float, real(minimum=0)] = Field(
+        0.0, description="linear warm-up to the full rate over this many epochs")
     optimizer: Literal["adam", "sgd"] = Field("adam", description="the bundled entrypoint's optimizer")
     mixed_precision: Literal["auto", "on", "off"] = Field(
         "auto", description="auto: on when every GPU has compute capability >= 7.0, off on CPU; on; off")
     xla: Flag = Field(False, description="jit-compile the forward pass and its gradient")
-    steps_per_execution: whole(1) | None = Field(None, description="training steps per tf.function call "
+    steps_per_execution: Annotated[int, whole(1)] | None = Field(None, description="training steps per tf.function call "
                                                  "(the entrypoint's default: 20)")
-    checkpoint_every_steps: whole(0) | None = Field(None, description="also checkpoint every N steps (0 or unset: "
+    checkpoint_every_steps: Annotated[int, whole(0)] | None = Field(None, description="also checkpoint every N steps "
+                                                                    "(0 or unset: "
                                                     "at epoch ends only)")
-    data: checked("a data source", patterns.DATA_SOURCE, "write channels, synthetic, or module:function (a data "
-                  "hook in code.source_dir returning tf.data datasets)") = Field(
+    data: Annotated[str, checked("a data source", patterns.DATA_SOURCE,
+                                 "write channels, synthetic, or module:function (a data "
+                  "hook in code.source_dir returning tf.data datasets)")] = Field(
         "channels", description="channels, synthetic, or module:function in your source_dir returning unbatched "
         "tf.data datasets of (features, labels)")
     data_format: Literal["auto", "npz", "tfrecord", "csv"] = Field(
         "auto", description="how channel files are read: auto (by file extension), npz, tfrecord or csv")
-    seed: whole(0) | None = Field(None, description="random seed of initial weights and shuffling "
+    seed: Annotated[int, whole(0)] | None = Field(None, description="random seed of initial weights and shuffling "
                                   "(the entrypoint's default: 42)")
-    gradient_accumulation_steps: whole(1) | None = Field(
+    gradient_accumulation_steps: Annotated[int, whole(1)] | None = Field(
         None, description="average the gradients of N micro-batches per optimizer step: effective batch = "
         "batch_size_per_replica x replicas x N (own scripts: smtrain_tf.fit and wrapped scripts)")
 
@@ -243,11 +250,11 @@ class TrainingSpec(_Model):
 class FileSystemSpec(_Model):
     """An EFS or FSx for Lustre file system SageMaker mounts as a channel (FileSystemDataSource)."""
 
-    id: checked("a file system id", patterns.FILE_SYSTEM_ID, "such as fs-0123456789abcdef0") = Field(
+    id: Annotated[str, checked("a file system id", patterns.FILE_SYSTEM_ID, "such as fs-0123456789abcdef0")] = Field(
         description="the file system's id")
     type: Literal["EFS", "FSxLustre"] = Field(description="EFS or FSxLustre")
-    directory: checked("a directory path", patterns.ABSOLUTE_PATH, "an absolute path in the file system, "
-                       "such as /fsx/data (FSx for Lustre: /MOUNTNAME/...)") = Field(
+    directory: Annotated[str, checked("a directory path", patterns.ABSOLUTE_PATH, "an absolute path in the file system, "
+                       "such as /fsx/data (FSx for Lustre: /MOUNTNAME/...)")] = Field(
         description="the directory in the file system that the channel holds")
     access_mode: Literal["ro", "rw"] = Field("ro", description="ro (default) or rw")
 
@@ -272,11 +279,11 @@ class GitSpec(_Model):
 
     repository: Line = Field(description="a git URL (https://, ssh://, git@host:path, file://) or a local path "
                              "relative to this file")
-    branch: checked("a branch name", patterns.GIT_BRANCH, "a git branch name, such as main") | None = Field(
+    branch: Annotated[str, checked("a branch name", patterns.GIT_BRANCH, "a git branch name, such as main")] | None = Field(
         None, description="the branch to take (its newest commit, resolved once per run); default: the "
                           "repository's default branch")
     # Unquoted, YAML reads 1234567 as a number: the loader takes the text as written.
-    commit: Annotated[checked("a commit", patterns.GIT_COMMIT, "7 to 40 hex digits"), AS_WRITTEN,
+    commit: Annotated[str, checked("a commit", patterns.GIT_COMMIT, "7 to 40 hex digits"), AS_WRITTEN,
                       WithJsonSchema({"anyOf": [patterns.GIT_COMMIT.json_schema(), {"type": "integer"}]})] | None = Field(
         None, description="the exact commit (7-40 hex digits) instead of a branch")
     directory: Line | None = Field(None, description="the code's directory inside the repository; default: its root")
@@ -305,9 +312,10 @@ class CodeSpec(_Model):
 
 
 class NetworkSpec(_Model):
-    subnets: tuple[checked("a subnet id", patterns.SUBNET, "such as subnet-0abc1234"), ...] = Field(
+    subnets: tuple[Annotated[str, checked("a subnet id", patterns.SUBNET, "such as subnet-0abc1234")], ...] = Field(
         (), description="VpcConfig.Subnets: the job runs in your VPC")
-    security_groups: tuple[checked("a security group id", patterns.SECURITY_GROUP, "such as sg-0abc1234"), ...] = Field(
+    security_groups: tuple[Annotated[str, checked("a security group id", patterns.SECURITY_GROUP,
+                                                  "such as sg-0abc1234")], ...] = Field(
         (), description="VpcConfig.SecurityGroupIds, with subnets")
     isolation: Flag = Field(False, description="EnableNetworkIsolation: the container gets no network")
     encrypt_inter_container_traffic: Flag = Field(False, description="EnableInterContainerTrafficEncryption: "
@@ -319,12 +327,14 @@ class Spec(_Model):
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="smtrain job spec")
 
-    name: checked("a job name prefix", patterns.NAME, "up to 42 letters, digits and hyphens (the job name adds 21 "
-                  "characters within SageMaker's 63), starting and ending with a letter or digit") = Field(
+    name: Annotated[str, checked("a job name prefix", patterns.NAME,
+                                 "up to 42 letters, digits and hyphens (the job name adds 21 "
+                  "characters within SageMaker's 63), starting and ending with a letter or digit")] = Field(
         description="the job name's prefix: smtrain adds a timestamp")
-    role: checked("an IAM role ARN", patterns.ROLE, "write the full ARN, arn:aws:iam::123456789012:role/NAME") = Field(
+    role: Annotated[str, checked("an IAM role ARN", patterns.ROLE,
+                                 "write the full ARN, arn:aws:iam::123456789012:role/NAME")] = Field(
         description="the IAM role SageMaker runs the job as (its full ARN)")
-    region: checked("an AWS region", patterns.REGION, "such as us-east-1") | None = Field(
+    region: Annotated[str, checked("an AWS region", patterns.REGION, "such as us-east-1")] | None = Field(
         None, description="default: AWS_REGION, AWS_DEFAULT_REGION or ~/.aws/config")
     tensorflow: TensorFlowSpec = Field(default_factory=TensorFlowSpec, description="the TensorFlow training image")
     compute: ComputeSpec = Field(default_factory=ComputeSpec, description="instances, nodes, spot, time limits")
@@ -348,16 +358,17 @@ class Spec(_Model):
     session_tag_chaining: Flag = Field(False, description="SessionChainingConfig: the role's session tags pass on "
                                        "to the sessions the job opens (SDK v2's enable_session_tag_chaining)")
     checkpoints: S3Uri | None = Field(None, description="checkpoint S3 URI; required when compute.spot is true")
-    checkpoint_local_path: checked("an absolute path", patterns.ABSOLUTE_PATH, "a directory in the container, such "
-                                   "as /opt/ml/checkpoints") | None = Field(
+    checkpoint_local_path: Annotated[str, checked("an absolute path", patterns.ABSOLUTE_PATH,
+                                                  "a directory in the container, such "
+                                   "as /opt/ml/checkpoints")] | None = Field(
         None, description="with checkpoints: the container's directory SageMaker syncs with it (CheckpointConfig."
         "LocalPath; SDK v2's checkpoint_local_path); default /opt/ml/checkpoints")
     tensorboard: S3UriOrOff | None = Field(
         None, description="where SageMaker keeps the job's TensorBoard event files (an S3 URI: its "
         "TensorBoardOutputConfig; they land under <uri>/<job>/tensorboard-output/), or false for none; default "
         "<output>/tensorboard when output is s3://")
-    metrics: tuple[checked("a metric name", patterns.METRIC_NAME, "letters, digits and _, as the metric line "
-                           "names it (mae, val_ is added for validation)"), ...] = Field(
+    metrics: tuple[Annotated[str, checked("a metric name", patterns.METRIC_NAME, "letters, digits and _, as the metric line "
+                           "names it (mae, val_ is added for validation)")], ...] = Field(
         (), description="metrics your model reports beyond loss and accuracy (e.g. mae), for the job's "
         "MetricDefinitions; those compiled in a model hook or script with literal names are found without it")
     hyperparameters: dict[HyperName, HyperValue] = Field(default_factory=dict, description="passed through as they are")

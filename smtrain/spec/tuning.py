@@ -100,10 +100,10 @@ class TuningSpec(_Model):
     goal: Literal["maximize", "minimize"] | None = Field(
         None, description="default: minimize for names ending in loss, mae, mse, rmse, mape or error, else maximize")
     strategy: Literal[STRATEGIES] = Field("bayesian", description="bayesian, random, hyperband or grid")  # type: ignore[valid-type]
-    max_jobs: whole(1) | None = Field(
+    max_jobs: Annotated[int, whole(1)] | None = Field(
         None, description="training jobs in all; default 10 (grid: the number of combinations)")
-    max_parallel_jobs: whole(1) = Field(1, description="training jobs at once, at most max_jobs")
-    max_runtime: duration(120, MAX_TUNING_RUNTIME) | None = Field(
+    max_parallel_jobs: Annotated[int, whole(1)] = Field(1, description="training jobs at once, at most max_jobs")
+    max_runtime: Annotated[int, duration(120, MAX_TUNING_RUNTIME)] | None = Field(
         None, description="the whole tuning job's time limit (MaxRuntimeInSeconds), e.g. 12h")
     early_stopping: Annotated[Literal["off", "auto"], AS_WRITTEN] = Field(
         "off", description="auto: SageMaker stops trials that are unlikely to beat the best (not with hyperband)")
