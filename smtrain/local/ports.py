@@ -8,8 +8,8 @@ workers, starting at once could both get it, and one run then fails with "addres
 
 So a port is taken from below the kernel's ephemeral range (Linux's ip_local_port_range, 32768-60999 by
 default; macOS's 49152-65535), which no `bind(0)` and no outgoing connection of any program is given, and
-each is claimed with an exclusive lock on a file of its own in the user's directory under the temporary
-directory, held until the run ends: two smtrain processes of a user never hold the same port, and a port
+each is claimed with an exclusive lock on a file of its own in the user's directory /tmp/smtrain-ports-<uid>,
+held until the run ends: two smtrain processes of a user never hold the same port, and a port
 some other program (or user) listens on fails the bind checked before it is claimed. Where the ephemeral
 range leaves no room below it (a machine set to hand out 1024-65535), ports come from the kernel as before,
 still locked against smtrain's other runs.
@@ -58,11 +58,18 @@ def _kernel_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def lock_directory() -> Path:
+    """/tmp/smtrain-ports-<uid>: the same for every process of the user whatever its TMPDIR or HOME (a check's
+    runs, a test, a job's own environment set either), or the runs would not see each other's locks."""
+    root = Path("/tmp")
+    return (root if root.is_dir() else Path(tempfile.gettempdir())) / f"smtrain-ports-{os.getuid()}"
+
+
 class Reserved:
     """Ports claimed for this process until release() (or the `with` block's end, or the process's)."""
 
     def __init__(self, directory: Path | None = None, span: range | None = None) -> None:
-        self._directory = directory or Path(tempfile.gettempdir()) / f"smtrain-ports-{os.getuid()}"
+        self._directory = directory or lock_directory()
         self._span = span  # the ports to choose from (a test's); default: LOWEST up to the ephemeral range
         self._locks: dict[int, IO[bytes]] = {}
 

@@ -84,3 +84,13 @@ def test_with_no_room_below_the_ephemeral_range_ports_come_from_the_kernel_still
     with pytest.raises(OSError):
         Reserved(tmp_path, range(taken[0], taken[0] + 1)).take(1)  # locked by the first reservation
     first.release()
+
+
+def test_every_process_of_the_user_locks_in_one_place_whatever_its_temporary_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check's runs and tests set TMPDIR (and HOME) of their own: the locks must stay where every run sees them,
+    # and out of the directory a test counts for what a run left behind.
+    before = ports.lock_directory()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    assert ports.lock_directory() == before and tmp_path not in before.parents
